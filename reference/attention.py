@@ -1,0 +1,59 @@
+"""Scaled dot-product attention (seed 000 §2, seed 001 §1.2; Vaswani et al. 2017, eq. 1).
+
+    Attention(Q, K, V) = softmax(Q K^T / sqrt(d_k)) V
+
+    Q ∈ R^{L_q × d_k}   one row per query
+    K ∈ R^{L_k × d_k}   one row per key
+    V ∈ R^{L_k × d_v}   one row per key
+    P ∈ [0, 1]^{L_q × L_k}, each row a probability distribution over the visible keys
+
+Leading dimensions (batch, heads, ...) broadcast. The oracle computes in the
+dtype it is given: float64 when it serves as the oracle, float32 or float16
+when the harness runs it as the "naive reference in the same precision" that
+the tolerance model compares against.
+"""
+
+import math
+
+import numpy as np
+
+from reference.checks import check_attention
+from reference.masks import visible
+
+
+# --8<-- [start:masked_softmax]
+def masked_softmax(scores: np.ndarray, allowed: np.ndarray) -> np.ndarray:
+    """softmax over the last axis restricted to `allowed`; a row with nothing allowed is all 0.
+
+        P[i, j] = exp(S[i, j] - m_i) / sum_{j' allowed} exp(S[i, j'] - m_i)   if j allowed, else 0
+        m_i     = max_{j allowed} S[i, j]     (each row stabilised by its own maximum)
+    """
+    s = np.where(allowed, scores, -np.inf)  # (..., L_q, L_k), hidden keys at -inf
+    m = s.max(axis=-1, keepdims=True)  # (..., L_q, 1)
+    m = np.where(np.isfinite(m), m, 0.0)  # a row with no visible key: avoid -inf - -inf
+    e = np.exp(s - m)  # exp(-inf) = 0 exactly for hidden keys
+    z = e.sum(axis=-1, keepdims=True)  # (..., L_q, 1)
+    return np.where(z > 0, e / np.where(z > 0, z, 1.0), 0.0)  # no visible key -> zeros, not NaN
+# --8<-- [end:masked_softmax]
+
+
+# --8<-- [start:attention_weights]
+def attention_weights(q, k, mask=None, is_causal=False, scale=None):
+    """P = softmax(Q K^T * scale) over visible keys, scale = 1/sqrt(d_k) by default; (..., L_q, L_k)."""
+    scores_shape = check_attention(q, k, mask=mask)
+    L_q, L_k = scores_shape[-2:]
+    d_k = q.shape[-1]
+    if scale is None:
+        scale = 1.0 / math.sqrt(d_k)
+    scores = (q @ np.swapaxes(k, -1, -2)) * scale  # (..., L_q, d_k) @ (..., d_k, L_k) -> (..., L_q, L_k)
+    return masked_softmax(scores, visible(mask, is_causal, L_q, L_k))
+# --8<-- [end:attention_weights]
+
+
+# --8<-- [start:scaled_dot_product_attention]
+def scaled_dot_product_attention(q, k, v, mask=None, is_causal=False, scale=None):
+    """softmax(Q K^T * scale) V; q (..., L_q, d_k), k (..., L_k, d_k), v (..., L_k, d_v) -> (..., L_q, d_v)."""
+    check_attention(q, k, v, mask=mask)
+    p = attention_weights(q, k, mask=mask, is_causal=is_causal, scale=scale)  # (..., L_q, L_k)
+    return p @ v  # (..., L_q, L_k) @ (..., L_k, d_v) -> (..., L_q, d_v)
+# --8<-- [end:scaled_dot_product_attention]

@@ -1,0 +1,42 @@
+"""Multi-head attention (seed 000 §1–§3 and its formula; Vaswani et al. 2017, §3.2.2).
+
+    MultiHead(Q, K, V) = Concat(head_1, ..., head_H) W^O + b_O
+    head_h             = Attention(Q W_h^Q + b_h^Q, K W_h^K + b_h^K, V W_h^V + b_h^V)
+
+    query ∈ R^{B × L_q × D}, key, value ∈ R^{B × L_k × D}
+    W^Q, W^K, W^V, W^O ∈ R^{D × D}   in the y = x W + b orientation (the math's X W^Q),
+                                     not nn.Linear's stored (out, in)
+    W_h^Q = W^Q[:, h·d_k:(h+1)·d_k] ∈ R^{D × d_k}   head h's own block of columns
+    W^O rows h·d_k:(h+1)·d_k take head h's output back to D
+    d_k = D / H
+
+Computing the fused D × D projection and then splitting is the same as running
+H separate D × d_k projections (MHA-4); it is only faster.
+"""
+
+from reference.attention import scaled_dot_product_attention
+from reference.checks import check_multi_head
+from reference.heads import merge_heads, split_heads
+
+
+def _project(x, w, b):
+    """y = x W + b; x (B, L, D), W (D, D') -> (B, L, D')."""
+    y = x @ w
+    return y if b is None else y + b
+
+
+# --8<-- [start:multi_head_attention]
+def multi_head_attention(query, key, value, weights, num_heads, mask=None, is_causal=False):
+    """Concat(head_1..head_H) W^O + b_O; query (B, L_q, D), key/value (B, L_k, D) -> (B, L_q, D)."""
+    check_multi_head(query, key, value, weights, num_heads, mask)
+    # 1) project: one fused D x D matrix holds all H heads' D x d_k blocks
+    q = _project(query, weights["w_q"], weights.get("b_q"))  # (B, L_q, D)
+    k = _project(key, weights["w_k"], weights.get("b_k"))  # (B, L_k, D)
+    v = _project(value, weights["w_v"], weights.get("b_v"))  # (B, L_k, D)
+    # 2) split: head h takes feature block h
+    q, k, v = (split_heads(t, num_heads) for t in (q, k, v))  # (B, H, L, d_k)
+    # 3) attend, every head at once; the mask broadcasts to (B, H, L_q, L_k)
+    heads = scaled_dot_product_attention(q, k, v, mask=mask, is_causal=is_causal)  # (B, H, L_q, d_k)
+    # 4) concat along features, then W^O maps H*d_k back to D
+    return _project(merge_heads(heads), weights["w_o"], weights.get("b_o"))  # (B, L_q, D)
+# --8<-- [end:multi_head_attention]

@@ -1,0 +1,126 @@
+"""Assertions of the spec: against the oracle, between two results, and exact ones.
+
+Each raises `SpecFailure` with the whole feedback (feedback.py) and returns the
+implementation's result, so a test reads as a list of checks:
+
+    out = check.oracle(impl, "scaled_dot_product_attention", q, k, v, mask=mask)
+    check.close(impl, out[perm], impl.scaled_dot_product_attention(q[perm], k, v), "permuting queries ...")
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+import reference
+from spec_tests.harness import tolerance
+from spec_tests.harness.feedback import fail, fmt_array
+from spec_tests.harness.subject import call_of
+
+# For these functions the size of the values involved includes an input's size:
+# an attention output can be much smaller than V (its rows cancel) while its error scales with V.
+SIZE_ARG = {"scaled_dot_product_attention": 2}
+
+
+def _calls(*arrays):
+    found = []
+    for a in arrays:
+        c = call_of(a)
+        if c is not None and c not in found:
+            found.append(c)
+    return found
+
+
+def _where(err: np.ndarray) -> tuple:
+    return tuple(int(i) for i in np.unravel_index(int(np.argmax(err)), err.shape)) if err.ndim else ()
+
+
+def compare(subject, seen, expected, bound: tolerance.Bound, what: str, calls=(), hint_data=None) -> None:
+    """seen must have expected's shape, no NaN/inf where expected is finite, and error <= bound."""
+    seen = np.asarray(seen, dtype=np.float64)
+    expected = np.asarray(expected, dtype=np.float64)
+    data = dict(hint_data or {}, seen=seen, expected=expected, what=what)
+    if seen.shape != expected.shape:
+        fail(subject, what, [f"expected shape {expected.shape}, seen shape {seen.shape}"], calls, data)
+    bad = ~np.isfinite(seen) & np.isfinite(expected)
+    if bad.any():
+        idx = tuple(int(i) for i in np.argwhere(bad)[0])
+        fail(subject, what, [
+            f"seen {int(bad.sum())} non-finite value(s) (NaN or inf) where the oracle is finite, "
+            f"first at index {idx}: expected {expected[idx]:.6g}, seen {seen[idx]}",
+            f"expected: {fmt_array(expected)}", f"seen:     {fmt_array(seen)}",
+        ], calls, data)
+    with np.errstate(invalid="ignore"):
+        err = np.where(np.isfinite(expected), np.abs(seen - expected), 0.0)
+    worst = float(err.max()) if err.size else 0.0
+    if worst > bound.allowed:
+        idx = _where(err)
+        fail(subject, what, [
+            f"expected: {fmt_array(expected)}",
+            f"seen:     {fmt_array(seen)}",
+            f"largest error {worst:.3g} at index {idx} (expected {expected[idx]:.6g}, seen {seen[idx]:.6g}); "
+            f"allowed {bound.allowed:.3g} ({bound.rule})",
+        ], calls, data)
+
+
+def oracle(subject, fname: str, *args, size: float | None = None, **kwargs):
+    """Call `fname` on the implementation and compare with the float64 oracle; return the result."""
+    seen = subject.call(fname, *args, **kwargs)
+    oracle_fn = getattr(reference, fname)
+    r_args, r_kwargs = subject.round(args), subject.round(kwargs)
+    expected = oracle_fn(*r_args, **r_kwargs)
+    yard = None
+    if subject.dtype != "float64":
+        yard = tolerance.yardstick(oracle_fn, r_args, r_kwargs, subject.dtype)
+    if size is None and fname in SIZE_ARG and len(r_args) > SIZE_ARG[fname]:
+        size = tolerance.magnitude(r_args[SIZE_ARG[fname]])
+    calls = _calls(seen if not isinstance(seen, tuple) else seen[0])
+    pairs = zip(seen, expected, yard or [None] * len(seen)) if isinstance(seen, tuple) else [(seen, expected, yard)]
+    for n, (s, e, y) in enumerate(pairs):
+        label = f"{fname}(...) against the float64 oracle" + (f" (result {n})" if isinstance(seen, tuple) else "")
+        compare(subject, s, e, tolerance.oracle_bound(subject.dtype, e, y, size), label, calls)
+    return seen
+
+
+def close(subject, a, b, relation: str, size: float | None = None, hint_data=None) -> None:
+    """Two results of the same implementation that the math says are equal."""
+    scale = size if size is not None else tolerance.magnitude(a, b)
+    bound = tolerance.relation_bound(subject.dtype, scale)
+    compare(subject, a, b, bound, relation, _calls(a, b), hint_data)
+
+
+def equal(subject, a, b, what: str) -> None:
+    """Bit-for-bit equality (data movement, determinism)."""
+    a, b = np.asarray(a), np.asarray(b)
+    if a.shape != b.shape or not np.array_equal(a, b, equal_nan=True):
+        details = [f"first: {fmt_array(a)}", f"second: {fmt_array(b)}"]
+        if a.shape == b.shape:
+            diff = np.argwhere(~((a == b) | (np.isnan(a) & np.isnan(b))))
+            details.append(f"{len(diff)} element(s) differ, first at index {tuple(int(i) for i in diff[0])}")
+        else:
+            details.append(f"shapes differ: {a.shape} vs {b.shape}")
+        fail(subject, what, details, _calls(a, b))
+
+
+def exactly(subject, seen, expected, what: str) -> None:
+    """seen equals expected exactly (exact claims: zeros, known values, shapes)."""
+    seen, expected = np.asarray(seen, dtype=np.float64), np.asarray(expected, dtype=np.float64)
+    if seen.shape != expected.shape:
+        fail(subject, what, [f"expected shape {expected.shape}, seen {seen.shape}"], _calls(seen))
+    wrong = ~((seen == expected) | (np.isnan(seen) & np.isnan(expected)))
+    if wrong.any():
+        idx = tuple(int(i) for i in np.argwhere(wrong)[0])
+        fail(subject, what, [
+            f"expected exactly: {fmt_array(expected)}", f"seen:             {fmt_array(seen)}",
+            f"{int(wrong.sum())} element(s) differ, first at index {idx}: expected {expected[idx]!r}, seen {seen[idx]!r}",
+        ], _calls(seen), dict(seen=seen, expected=expected, what=what))
+
+
+def shape(subject, seen, expected_shape: tuple, what: str) -> None:
+    if tuple(np.shape(seen)) != tuple(expected_shape):
+        fail(subject, what, [f"expected shape {tuple(expected_shape)}, seen {tuple(np.shape(seen))}"], _calls(seen))
+
+
+def holds(subject, condition: bool, what: str, details=(), arrays=()) -> None:
+    """A property check: `condition` must be true."""
+    if not condition:
+        fail(subject, what, list(details), _calls(*arrays))

@@ -1,0 +1,205 @@
+"""Failure messages that read like a tutor's feedback.
+
+Every failure says: which claim broke (ID and statement), for which
+implementation and dtype, on which input, what was expected and what was seen,
+the likely cause when a known bug matches, a snippet to paste into Python that
+reproduces it, and the chapter to read.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import numpy as np
+
+from spec_tests.harness import claims as claim_catalogue
+from spec_tests.harness.context import current
+
+LITERAL_LIMIT = 64  # arrays with more elements than this are saved to a .npz file
+REPRO_DIR = Path(".spec_repro")
+
+# Hooks that may add a "likely cause" line: fn(failure: dict) -> str | None.
+DIAGNOSERS: list = []
+
+
+class SpecFailure(AssertionError):
+    """A claim does not hold for an implementation; str() is the whole feedback."""
+
+
+def fmt_array(a, limit: int = 6) -> str:
+    a = np.asarray(a)
+    if a.size <= 24:
+        text = np.array2string(a, precision=6, separator=", ", suppress_small=False, max_line_width=100)
+        return text.replace("\n", "\n" + " " * 12)
+    return f"array of shape {a.shape} (first values {np.array2string(a.reshape(-1)[:limit], precision=6, separator=', ')}...)"
+
+
+def describe(value) -> str:
+    """A short description of one input: shape and dtype, or the value."""
+    if isinstance(value, np.ndarray):
+        if value.dtype == np.bool_:
+            dead = ""
+            if value.ndim >= 1 and value.shape[-1] > 0:
+                rows = ~value.any(axis=-1)
+                if rows.any():
+                    dead = f", {int(rows.sum())} row(s) with nothing visible"
+            return f"bool {value.shape}{dead}"
+        return f"{value.shape}"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k}: {describe(v)}" for k, v in value.items()) + "}"
+    return repr(value)
+
+
+def _literal(a: np.ndarray) -> str:
+    if a.dtype == np.bool_:
+        body = np.array2string(a.astype(int), separator=", ", threshold=10**9, max_line_width=10**9)
+        return f"np.array({body}, dtype=bool)"
+    body = np.array2string(a, separator=", ", threshold=10**9, floatmode="unique", max_line_width=10**9)
+    return f"np.array({body})"
+
+
+def _array_code(name: str, a: np.ndarray, saved: dict) -> str:
+    if a.ndim == 0:
+        return f"{name} = np.array({a.item()!r})"
+    if a.size <= LITERAL_LIMIT:
+        return f"{name} = {_literal(a)}"
+    saved[name] = a
+    return f'{name} = data["{name}"]'
+
+
+def _safe(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", name)[:120]
+
+
+def _param_names(fname: str, n: int) -> list[str]:
+    """Names for positional arguments: the oracle's parameter names when it has the function."""
+    import inspect
+
+    import reference
+
+    fn = getattr(reference, fname, None)
+    try:
+        names = [p for p in inspect.signature(fn).parameters] if fn else []
+    except (TypeError, ValueError):
+        names = []
+    return [names[i] if i < len(names) else f"arg{i}" for i in range(n)]
+
+
+def _cast_line(subject) -> str:
+    """How the harness hands a float64 NumPy array to this implementation."""
+    if subject.backend == "numpy":
+        return f'cast = lambda x: x.astype("{subject.dtype}") if x.dtype != bool else x'
+    return (f"cast = lambda x: torch.from_numpy(x).to(device=\"{subject.impl.device}\", "
+            f"dtype=torch.{subject.dtype} if x.dtype != bool else torch.bool)")
+
+
+def reproduction(call, extra_calls=()) -> str:
+    """Python code that loads the implementation, rebuilds the inputs and repeats the call(s)."""
+    calls = [call, *extra_calls]
+    subject = call.subject
+    spec = current().impl_spec or subject.impl.path or subject.name
+    head = ["import numpy as np"] + (["import torch"] if subject.backend == "torch" else [])
+    head += ["import reference  # the float64 oracle", "from spec_tests import load_impl",
+             f"impl = load_impl({spec!r})", _cast_line(subject)]
+    saved: dict[str, np.ndarray] = {}
+    body: list[str] = []
+    for n, c in enumerate(calls):
+        suffix = "" if n == 0 else str(n + 1)
+        names = [_emit(f"{p}{suffix}", a, body, saved, subject)
+                 for p, a in zip(_param_names(c.fname, len(c.args)), c.args)]
+        kws = {k: _emit(f"{k}{suffix}", v, body, saved, subject) for k, v in c.kwargs.items()}
+        plain = ", ".join(names + [f"{k}={v}" for k, v in kws.items()])
+        native = ", ".join([_cast_expr(v, a) for v, a in zip(names, c.args)]
+                           + [f"{k}={_cast_expr(v, c.kwargs[k])}" for k, v in kws.items()])
+        body.append(f"out{suffix} = impl.{c.fname}({native})")
+        body.append(f"expected{suffix} = reference.{c.fname}({plain})")
+    if saved:
+        REPRO_DIR.mkdir(exist_ok=True)
+        path = REPRO_DIR / f"{_safe(current().nodeid or call.fname)}.npz"
+        np.savez(path, **saved)
+        head.append(f"data = np.load({str(path.resolve())!r})")
+    outs = ", ".join(f"out{'' if n == 0 else n + 1}, expected{'' if n == 0 else n + 1}" for n in range(len(calls)))
+    return "\n".join(head + body + [f"print({outs}, sep=chr(10))"])
+
+
+def _cast_expr(name: str, value) -> str:
+    if isinstance(value, np.ndarray):
+        return f"cast({name})"
+    if isinstance(value, dict):
+        return f"{{key: cast(val) for key, val in {name}.items()}}"
+    return name
+
+
+def _emit(name, value, body, saved, subject=None) -> str:
+    if isinstance(value, np.ndarray):
+        if subject is not None:  # print the values the implementation saw (rounded to its dtype)
+            value = subject.round(value)
+        body.append(_array_code(name, value, saved))
+        return name
+    if isinstance(value, dict):
+        parts = {k: _emit(f"{name}_{k}", v, body, saved, subject) for k, v in value.items()}
+        body.append(f"{name} = {{" + ", ".join(f"{k!r}: {v}" for k, v in parts.items()) + "}")
+        return name
+    return repr(value)
+
+
+def indent(text: str, n: int = 6) -> str:
+    pad = " " * n
+    return "\n".join(pad + line if line else line for line in text.splitlines())
+
+
+def header(subject, claim_ids=None) -> list[str]:
+    info = current()
+    ids = claim_ids or info.claims or ()
+    lines = []
+    for cid in ids:
+        try:
+            c = claim_catalogue.get(cid)
+            lines.append(f"{cid} does not hold: {c.statement}")
+        except KeyError:
+            lines.append(f"{cid} does not hold")
+    if not lines:
+        lines.append("A claim of the specification does not hold")
+    if subject is not None:
+        lines.append(f"  implementation: {subject.name} ({subject.backend}, {subject.dtype})")
+    return lines
+
+
+def footer(claim_ids=None) -> list[str]:
+    ids = claim_ids or current().claims or ()
+    docs = []
+    for cid in ids:
+        try:
+            docs.append(claim_catalogue.get(cid).doc)
+        except KeyError:
+            pass
+    return [f"  read: {', '.join(dict.fromkeys(docs))}"] if docs else []
+
+
+def fail(subject, what: str, details: list[str], calls=(), hint_data: dict | None = None, claim_ids=None):
+    """Raise SpecFailure with the whole message."""
+    lines = header(subject, claim_ids)
+    lines.append(f"  check: {what}")
+    for c in calls[:1]:
+        args = ", ".join(describe(a) for a in c.args)
+        kws = ", ".join(f"{k}={describe(v)}" for k, v in c.kwargs.items())
+        lines.append(f"  input: {c.fname}({', '.join(x for x in (args, kws) if x)})")
+    lines += [f"  {d}" for d in details]
+    hints = []
+    data = dict(hint_data or {}, subject=subject, calls=list(calls), claims=claim_ids or current().claims)
+    for diagnose in DIAGNOSERS:
+        try:
+            h = diagnose(data)
+        except Exception:  # a diagnoser must never hide the failure itself
+            h = None
+        if h:
+            hints.append(h)
+    for h in hints:
+        lines.append(f"  likely cause: {h}")
+    if calls and not os.environ.get("MHA_SPEC_NO_REPRO"):
+        lines.append("  reproduce (paste into Python):")
+        lines.append(indent(reproduction(calls[0], calls[1:2])))
+    lines += footer(claim_ids)
+    raise SpecFailure("\n".join(lines))

@@ -1,0 +1,186 @@
+"""The implementation under test, in one dtype: what a spec test calls.
+
+    out = impl.scaled_dot_product_attention(q, k, v, mask=mask)
+
+takes NumPy inputs, hands the implementation arrays of its own backend and
+dtype, and returns its result as NumPy float64. It also remembers each call,
+so that a failure can print a snippet that reproduces it. A missing function
+or keyword skips the test as "not implemented"; the implementation raising
+NotImplementedError fails it with a one-line message (the plugin shortens it).
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import weakref
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pytest
+
+from spec_tests.harness import arrays
+from spec_tests.harness.loader import Implementation
+
+NOT_IMPLEMENTED = "not implemented"
+NOT_APPLICABLE = "not applicable"
+
+
+def not_applicable(reason: str):
+    """Skip: this check does not apply to this implementation or dtype (e.g. no autograd in NumPy)."""
+    pytest.skip(f"{NOT_APPLICABLE}: {reason}")
+
+
+@dataclass(eq=False)
+class Call:
+    """One call of the implementation, with the float64 inputs as the suite drew them."""
+
+    subject: "Subject"
+    fname: str
+    args: tuple
+    kwargs: dict
+    result: Any = None
+    seen_dtype: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+# id(result array) -> (weakref to it, Call): lets an assertion find how a result was made.
+_RESULTS: dict[int, tuple[weakref.ref, Call]] = {}
+
+
+def _forget(key: int, ref) -> None:
+    entry = _RESULTS.get(key) if _RESULTS is not None else None  # None at interpreter shutdown
+    if entry is not None and entry[0] is ref:
+        del _RESULTS[key]
+
+
+def _remember(result, call: Call) -> None:
+    def add(a):
+        if isinstance(a, np.ndarray):
+            key = id(a)
+            _RESULTS[key] = (weakref.ref(a, lambda r, key=key: _forget(key, r)), call)
+        return a
+
+    arrays.map_arrays(result, add)
+
+
+def call_of(a) -> Call | None:
+    """The call that produced array `a` (or the array it is a view of), if the suite made it."""
+    while isinstance(a, np.ndarray):
+        entry = _RESULTS.get(id(a))
+        if entry is not None and entry[0]() is a:
+            return entry[1]
+        a = a.base
+    return None
+
+
+@functools.lru_cache(maxsize=None)
+def _keywords(fn) -> frozenset | None:
+    """The keyword names fn accepts, or None when it takes **kwargs or has no signature."""
+    try:
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return None
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return None
+    return frozenset(params)
+
+
+class Subject:
+    """An implementation in one of its dtypes. Contract functions are attributes."""
+
+    def __init__(self, impl: Implementation, dtype: str):
+        self.impl = impl
+        self.dtype = dtype
+        self.history: list[Call] = []
+        self._unimplemented: dict[str, str] = {}
+
+    # -- identity -------------------------------------------------------------
+    @property
+    def name(self) -> str:
+        return self.impl.name
+
+    @property
+    def backend(self) -> str:
+        return self.impl.backend
+
+    @property
+    def id(self) -> str:
+        return f"{self.impl.name}-{self.dtype}"
+
+    def __repr__(self) -> str:
+        return self.id
+
+    # -- arrays ---------------------------------------------------------------
+    def native(self, x):
+        """x (NumPy) as the implementation's array: floats in this dtype, bools as bools."""
+        return arrays.map_arrays(x, lambda a: arrays.to_native(a, self.backend, self.dtype, self.impl.device))
+
+    def round(self, x):
+        """The float64 values the implementation sees when given x."""
+        return arrays.map_arrays(x, lambda a: arrays.round_trip(a, self.dtype))
+
+    def to_numpy(self, y):
+        return arrays.map_arrays(y, arrays.to_numpy)
+
+    @property
+    def eps(self) -> float:
+        return arrays.EPS[self.dtype]
+
+    # -- functions ------------------------------------------------------------
+    def has(self, fname: str, *keywords: str) -> bool:
+        fn = getattr(self.impl.module, fname, None)
+        if not callable(fn):
+            return False
+        return not self._missing_keywords(fn, keywords)
+
+    @staticmethod
+    def _missing_keywords(fn, keywords) -> list[str]:
+        accepted = _keywords(fn)
+        return [] if accepted is None else [k for k in keywords if k not in accepted]
+
+    def function(self, fname: str, *keywords: str):
+        """The raw function, or skip the test as not implemented."""
+        fn = getattr(self.impl.module, fname, None)
+        if not callable(fn):
+            pytest.skip(f"{NOT_IMPLEMENTED}: {self.name} has no function {fname}()")
+        missing = self._missing_keywords(fn, keywords)
+        if missing:
+            pytest.skip(f"{NOT_IMPLEMENTED}: {self.name}.{fname}() takes no keyword {', '.join(missing)}")
+        if fname in self._unimplemented:
+            raise NotImplementedError(self._unimplemented[fname])
+        return fn
+
+    def call_native(self, fname: str, *args, **kwargs):
+        """Call with native arrays as given; return the native result (for dtype and hygiene checks)."""
+        fn = self.function(fname, *kwargs)
+        try:
+            return fn(*args, **kwargs)
+        except NotImplementedError as exc:
+            self._unimplemented[fname] = f"{fname}: {exc}" if str(exc) else f"{fname} raises NotImplementedError"
+            raise
+
+    def call(self, fname: str, *args, **kwargs):
+        """Call with NumPy inputs; return NumPy float64 results and remember the call."""
+        call = Call(self, fname, args, kwargs)
+        self.history.append(call)
+        del self.history[:-8]
+        result = self.call_native(fname, *self.native(args), **self.native(kwargs))
+        first = result[0] if isinstance(result, (tuple, list)) and result else result
+        if hasattr(first, "dtype"):
+            call.seen_dtype = arrays.native_dtype_name(first)
+        out = self.to_numpy(result)
+        call.result = out
+        _remember(out, call)
+        return out
+
+    def __getattr__(self, fname: str):
+        if fname.startswith("_"):
+            raise AttributeError(fname)
+
+        def bound(*args, **kwargs):
+            return self.call(fname, *args, **kwargs)
+
+        bound.__name__ = fname
+        return bound

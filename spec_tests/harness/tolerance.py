@@ -1,0 +1,90 @@
+"""The one tolerance model (DESIGN.md, "Comparing numbers").
+
+* float64: the implementation must match the float64 oracle to about 1e-10,
+  relative to the size of the values involved.
+* float32 and lower: its error against the float64 oracle may be at most
+  FACTOR times the error of the naive reference computed in the same dtype
+  (the "yardstick"), plus a noise floor of a few units in the last place.
+  This is FlashAttention's rule; PyTorch's SDPA tests use the same idea. It
+  needs no hand-tuned constant per test: a harder input makes the yardstick
+  err more, and the allowance grows with it.
+* Relations between two results of the same implementation (permute, append a
+  masked key, ...) allow RELATION_ULPS units in the last place of the dtype.
+* Exact claims (zero weights, zeros for fully masked rows, raised errors) are
+  asserted exactly, not through this module.
+
+The yardstick is the reference code (`reference/`) run in the implementation's
+dtype on the inputs rounded to that dtype: NumPy float32 natively; float16 and
+bfloat16 emulated (`arrays.LowPrecision`: each operation accumulates in
+float32 and stores its result rounded to the low precision, as PyTorch does).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from spec_tests.harness.arrays import EPS, in_numpy_dtype, map_arrays
+
+F64_RTOL = 1e-10  # float64 against the float64 oracle
+FACTOR = 2.0  # low precision: at most this many times the yardstick's error ...
+FLOOR_ULPS = 8.0  # ... plus this many units in the last place of the values' size
+RELATION_ULPS = 64.0  # two results of one implementation that should agree
+
+
+@dataclass(frozen=True)
+class Bound:
+    allowed: float
+    rule: str
+
+
+def magnitude(*arrays) -> float:
+    """The size of the values involved: the largest finite |x| among the arrays (at least tiny)."""
+    m = 0.0
+    for a in arrays:
+        a = np.asarray(a, dtype=np.float64)
+        if a.size:
+            finite = np.abs(a[np.isfinite(a)])
+            if finite.size:
+                m = max(m, float(finite.max()))
+    return max(m, np.finfo(np.float64).tiny)
+
+
+def max_error(seen, expected) -> float:
+    seen, expected = np.asarray(seen, dtype=np.float64), np.asarray(expected, dtype=np.float64)
+    if seen.size == 0:
+        return 0.0
+    return float(np.max(np.abs(seen - expected)))
+
+
+def yardstick(oracle_fn, args, kwargs, dtype: str):
+    """The naive reference computed in `dtype` on the same (already rounded) inputs, as float64."""
+    low_args = map_arrays(args, lambda a: in_numpy_dtype(a, dtype))
+    low_kwargs = map_arrays(kwargs, lambda a: in_numpy_dtype(a, dtype))
+    with np.errstate(all="ignore"):
+        out = oracle_fn(*low_args, **low_kwargs)
+    return map_arrays(out, lambda a: np.asarray(a).view(np.ndarray).astype(np.float64))
+
+
+def oracle_bound(dtype: str, expected, yard=None, scale: float | None = None) -> Bound:
+    """How far an implementation in `dtype` may be from the float64 oracle's `expected`."""
+    size = magnitude(expected) if scale is None else max(scale, magnitude(expected))
+    if dtype == "float64":
+        return Bound(F64_RTOL * size, f"float64: {F64_RTOL:g} x size {size:.3g}")
+    eps = EPS[dtype]
+    floor = FLOOR_ULPS * eps * size
+    yard_err = max_error(yard, expected) if yard is not None else 0.0
+    if not np.isfinite(yard_err):  # the naive reference overflows here: only the floor applies
+        yard_err = 0.0
+    return Bound(
+        FACTOR * yard_err + floor,
+        f"{dtype}: {FACTOR:g} x naive {dtype} error {yard_err:.3g} + floor {FLOOR_ULPS:g} ulp x size {size:.3g}",
+    )
+
+
+def relation_bound(dtype: str, scale: float) -> Bound:
+    """How far two results of one implementation may be apart when the math says they are equal."""
+    if dtype == "float64":
+        return Bound(F64_RTOL * scale, f"float64: {F64_RTOL:g} x size {scale:.3g}")
+    return Bound(RELATION_ULPS * EPS[dtype] * scale, f"{dtype}: {RELATION_ULPS:g} ulp x size {scale:.3g}")

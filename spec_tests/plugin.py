@@ -1,0 +1,219 @@
+"""The suite's pytest plugin: --impl, parametrisation over implementations and dtypes,
+expected-failure files, "not implemented" reporting, and the summary by claim.
+
+Registered as a `pytest11` entry point (pyproject.toml) so that `--impl` is known
+before pytest parses the command line, and from the root conftest.py otherwise.
+"""
+
+from __future__ import annotations
+
+import os
+import traceback
+
+import pytest
+from hypothesis import HealthCheck, Phase, settings
+
+from spec_tests.harness import arrays, context, loader, report, xfail
+from spec_tests.harness.feedback import SpecFailure
+from spec_tests.harness.subject import NOT_APPLICABLE, NOT_IMPLEMENTED, Subject
+
+UNAVAILABLE = "unavailable"
+
+# -- Hypothesis profiles: one place ----------------------------------------------------------
+_COMMON = dict(
+    deadline=None,
+    phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink],  # no "explain" noise
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much],
+)
+settings.register_profile("dev", max_examples=25, **_COMMON)  # a learner's run: random, remembers failures
+settings.register_profile("ci", max_examples=25, derandomize=True, database=None, **_COMMON)
+settings.register_profile("grading", max_examples=40, derandomize=True, database=None, **_COMMON)
+settings.register_profile("thorough", max_examples=500, **_COMMON)
+settings.load_profile(os.environ.get("MHA_SPEC_PROFILE") or ("ci" if os.environ.get("CI") else "dev"))
+
+_IMPLS = pytest.StashKey[list]()
+_SUBJECTS = pytest.StashKey[list]()
+_EXPLICIT = pytest.StashKey[bool]()
+_XFAILS = pytest.StashKey[dict]()
+_RECORDS = pytest.StashKey[list]()
+
+
+def pytest_addoption(parser):
+    group = parser.getgroup("mha-spec", "multi-head attention specification")
+    group.addoption(
+        "--impl", action="append", default=[], metavar="IMPL",
+        help="implementation(s) to check: a stem under impls/ (torch_sdpa), a path to a .py file, "
+             f"a module name, 'all', or a comma list. Default: all built-ins (or ${loader.ENV_VAR}).",
+    )
+    group.addoption("--spec-report", metavar="PATH", default=None,
+                    help="write every test's outcome and the status of every claim as JSON to PATH")
+    group.addoption("--spec-traceback", action="store_true", default=False,
+                    help="show the suite's own traceback under a failed claim (for debugging the suite)")
+    group.addoption("--no-claim-summary", action="store_true", default=False,
+                    help="do not print the summary by claim at the end of the run")
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "claim(*ids): the claim IDs a spec test enforces")
+    config.addinivalue_line("markers", "meta: a test of the suite itself, not of an implementation")
+    config.addinivalue_line("markers", "slow: a long-running experiment or measurement")
+    specs, explicit = loader.selected_specs(config.getoption("--impl", default=[]))
+    impls = []
+    for spec in specs:
+        try:
+            impls.append(loader.load(spec))
+        except Exception as exc:  # the learner's file does not import: say why, plainly
+            tb = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+            raise pytest.UsageError(
+                f"could not load the implementation {spec!r}:\n  {tb}\n"
+                "Fix the error above (run `python " + spec + "` to see it on its own) and try again."
+                if spec.endswith(".py") else f"could not load the implementation {spec!r}: {tb}"
+            ) from None
+    subjects = []
+    if any(i.backend == "torch" and not i.unavailable for i in impls):
+        arrays.torch_module()  # sets torch's thread count for the small test inputs
+    for impl in impls:
+        for dtype in impl.dtypes or ("float64",):
+            subjects.append(Subject(impl, dtype))
+    config.stash[_IMPLS] = impls
+    config.stash[_SUBJECTS] = subjects
+    config.stash[_EXPLICIT] = explicit
+    config.stash[_XFAILS] = {impl.name: xfail.load(impl.name) for impl in impls}
+    config.stash[_RECORDS] = []
+
+
+def pytest_report_header(config):
+    impls = config.stash.get(_IMPLS, [])
+    lines = ["implementations under test:"]
+    for impl in impls:
+        state = f"UNAVAILABLE ({impl.unavailable})" if impl.unavailable else f"{impl.backend}/{impl.device}"
+        lines.append(f"  {impl.name:<16} {state}  dtypes: {', '.join(impl.dtypes)}")
+    return lines
+
+
+def pytest_generate_tests(metafunc):
+    if "impl" in metafunc.fixturenames:
+        subjects = metafunc.config.stash[_SUBJECTS]
+        metafunc.parametrize("impl", subjects, ids=[s.id for s in subjects], scope="session")
+
+
+def _subject(item) -> Subject | None:
+    callspec = getattr(item, "callspec", None)
+    return callspec.params.get("impl") if callspec else None
+
+
+def claims_of(item) -> tuple[str, ...]:
+    ids = []
+    for mark in item.iter_markers("claim"):
+        ids.extend(mark.args)
+    return tuple(dict.fromkeys(ids))
+
+
+def pytest_collection_modifyitems(config, items):
+    explicit = config.stash[_EXPLICIT]
+    xfails = config.stash[_XFAILS]
+    keep, drop = [], []
+    for item in items:
+        if explicit and item.get_closest_marker("meta"):
+            drop.append(item)  # checking an implementation: the suite's own tests stay out of the way
+            continue
+        keep.append(item)
+        subject = _subject(item)
+        if subject is None:
+            continue
+        func = getattr(item, "originalname", item.name)
+        entry = xfail.match(xfails.get(subject.name, []), xfail.key(str(item.path), func, subject.dtype))
+        if entry is not None:
+            item.add_marker(pytest.mark.xfail(reason=f"{entry.reason} ({entry.source})", strict=True))
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
+
+
+def pytest_runtest_setup(item):
+    subject = _subject(item)
+    if subject is not None and subject.impl.unavailable:
+        pytest.skip(f"{UNAVAILABLE}: {subject.name}: {subject.impl.unavailable}")
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item):
+    subject = _subject(item)
+    spec = ""
+    if subject is not None:
+        spec = subject.impl.path if subject.impl.spec.endswith(".py") else subject.impl.spec
+    token = context.CURRENT.set(context.TestInfo(item.nodeid, item.name, claims_of(item), spec or ""))
+    try:
+        return (yield)
+    finally:
+        context.CURRENT.reset(token)
+
+
+def _skip_reason(rep) -> str:
+    lr = rep.longrepr
+    if isinstance(lr, tuple) and len(lr) == 3:
+        return str(lr[2]).removeprefix("Skipped: ")
+    return str(lr or "")
+
+
+def _classify(rep, call) -> tuple[str, str]:
+    if hasattr(rep, "wasxfail"):
+        return (report.XFAILED, rep.wasxfail) if rep.skipped else (report.FAILED, "passed unexpectedly")
+    if rep.passed:
+        return report.PASSED, ""
+    if rep.skipped:
+        reason = _skip_reason(rep)
+        for prefix, status in ((NOT_IMPLEMENTED, report.NOT_IMPL), (NOT_APPLICABLE, report.NOT_APPL),
+                               (UNAVAILABLE, report.UNAVAILABLE)):
+            if reason.startswith(prefix):
+                return status, reason
+        return report.SKIPPED, reason
+    if call.excinfo is not None and call.excinfo.errisinstance(NotImplementedError):
+        return report.NOT_IMPL, str(call.excinfo.value)
+    text = str(rep.longrepr or "")
+    return report.FAILED, text[:4000]
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    rep = yield
+    subject = _subject(item)
+    if call.excinfo is not None and call.excinfo.errisinstance(NotImplementedError) and rep.failed:
+        msg = str(call.excinfo.value) or "raises NotImplementedError"
+        rep.longrepr = f"{NOT_IMPLEMENTED}: {msg}"
+    elif (call.excinfo is not None and call.excinfo.errisinstance(SpecFailure) and rep.failed
+          and not item.config.getoption("--spec-traceback")):
+        exc = call.excinfo.value  # the feedback is the whole story; the suite's own frames are noise
+        notes = [n for n in getattr(exc, "__notes__", []) if not n.startswith("Explanation")]
+        rep.longrepr = "\n".join([str(exc), *notes])
+    final = rep.when == "call" or (rep.when == "setup" and not rep.passed) or (rep.when == "teardown" and rep.failed)
+    if final:
+        outcome, message = _classify(rep, call)
+        rec = report.Outcome(
+            nodeid=item.nodeid, test=getattr(item, "originalname", item.name),
+            impl=subject.name if subject else "", dtype=subject.dtype if subject else "",
+            claims=list(claims_of(item)), outcome=outcome, message=message, duration=rep.duration,
+        )
+        rep.user_properties.append(("spec_outcome", rec.__dict__))
+        item.config.stash[_RECORDS].append(rec)
+    return rep
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    records = [r for r in config.stash.get(_RECORDS, []) if r.impl]
+    impls = config.stash.get(_IMPLS, [])
+    for name, entries in config.stash.get(_XFAILS, {}).items():
+        for e in entries:
+            if not e.used:
+                terminalreporter.write_line(
+                    f"warning: expected-failure line {e.source} ({e.pattern!r}) matched no test", yellow=True)
+    if records and not config.getoption("--no-claim-summary"):
+        terminalreporter.section("claims by implementation")
+        for line in report.summary_lines(records, [i.name for i in impls], terminalreporter._tw.fullwidth):
+            terminalreporter.write_line(line)
+    path = config.getoption("--spec-report")
+    if path:
+        report.write_json(path, config.stash.get(_RECORDS, []), {
+            i.name: {"backend": i.backend, "device": i.device, "dtypes": list(i.dtypes),
+                     "unavailable": i.unavailable, "path": i.path} for i in impls})
+        terminalreporter.write_line(f"spec report written to {path}")
