@@ -1,0 +1,24 @@
+"""Attention casts float64 inputs to float32, computes, and casts the result back to float64.
+
+Caught by SDPA-1: a float64 implementation is compared with the float64 oracle at about
+1e-10 relative; float32 arithmetic is wrong in the 7th or 8th digit.
+"""
+import numpy as np
+
+from impls.mutants import _base
+from impls.mutants._base import *  # noqa: F401,F403
+
+BUG = ("casting float64 inputs down to float32 for the computation and back to float64 at "
+       "the end, so the dtype looks right but only about 7 digits are correct")
+CAUGHT_BY = "SDPA-1"
+
+
+def scaled_dot_product_attention(q, k, v, mask=None, is_causal=False, scale=None):
+    q, k, v = np.asarray(q), np.asarray(k), np.asarray(v)
+    out = _base.scaled_dot_product_attention(
+        q.astype(np.float32), k.astype(np.float32), v.astype(np.float32),   # BUG
+        mask, is_causal, scale)
+    return out.astype(np.result_type(q, k, v))
+
+
+_base.rewire(globals())

@@ -1,0 +1,18 @@
+"""Attention does not check that k and v have the same length; it silently cuts the longer one.
+
+Caught by ERR-1: k and v of different lengths must raise ValueError naming both lengths;
+nothing may be computed from them silently.
+"""
+from impls.mutants import _base
+from impls.mutants._base import *  # noqa: F401,F403
+
+BUG = "not checking that k and v have the same length, and silently truncating both to the shorter one"
+CAUGHT_BY = "ERR-1"
+
+
+def scaled_dot_product_attention(q, k, v, mask=None, is_causal=False, scale=None):
+    n = min(k.shape[-2], v.shape[-2])   # BUG: no ValueError
+    return _base.scaled_dot_product_attention(q, k[..., :n, :], v[..., :n, :], mask, is_causal, scale)
+
+
+_base.rewire(globals())

@@ -1,0 +1,23 @@
+"""Attention multiplies its output by (1 + 1e-12 * random noise), so repeated calls differ.
+
+Caught by ERR-2: repeated calls with the same inputs must give identical results; the noise
+is far below the float64 tolerance (about 1e-10), so only the repeat-and-compare-exactly
+test sees it.
+"""
+import numpy as np
+
+from impls.mutants import _base
+from impls.mutants._base import *  # noqa: F401,F403
+
+BUG = ("a nondeterministic result: unseeded random noise of 1e-12 relative on the output "
+       "(as an unordered parallel reduction would give), so two identical calls differ")
+CAUGHT_BY = "ERR-2"
+
+
+def scaled_dot_product_attention(q, k, v, mask=None, is_causal=False, scale=None):
+    out = _base.scaled_dot_product_attention(q, k, v, mask, is_causal, scale)
+    noise = np.random.default_rng().standard_normal(out.shape)   # BUG: unseeded noise
+    return (out * (1 + 1e-12 * noise)).astype(out.dtype)
+
+
+_base.rewire(globals())
