@@ -13,7 +13,8 @@ import traceback
 import pytest
 from hypothesis import HealthCheck, Phase, settings
 
-from spec_tests.harness import arrays, context, loader, report, xfail
+from spec_tests.harness import arrays, context, loader, xfail
+from spec_tests.harness import report as report_mod
 from spec_tests.harness.feedback import SpecFailure
 from spec_tests.harness.subject import NOT_APPLICABLE, NOT_IMPLEMENTED, Subject
 
@@ -80,6 +81,7 @@ def pytest_configure(config):
     config.stash[_EXPLICIT] = explicit
     config.stash[_XFAILS] = {impl.name: xfail.load(impl.name) for impl in impls}
     config.stash[_RECORDS] = []
+    config.pluginmanager.register(_Collector(config.stash[_RECORDS]), "mha-spec-collector")
 
 
 def pytest_report_header(config):
@@ -158,20 +160,20 @@ def _skip_reason(rep) -> str:
 
 def _classify(rep, call) -> tuple[str, str]:
     if hasattr(rep, "wasxfail"):
-        return (report.XFAILED, rep.wasxfail) if rep.skipped else (report.FAILED, "passed unexpectedly")
+        return (report_mod.XFAILED, rep.wasxfail) if rep.skipped else (report_mod.FAILED, "passed unexpectedly")
     if rep.passed:
-        return report.PASSED, ""
+        return report_mod.PASSED, ""
     if rep.skipped:
         reason = _skip_reason(rep)
-        for prefix, status in ((NOT_IMPLEMENTED, report.NOT_IMPL), (NOT_APPLICABLE, report.NOT_APPL),
-                               (UNAVAILABLE, report.UNAVAILABLE)):
+        for prefix, status in ((NOT_IMPLEMENTED, report_mod.NOT_IMPL), (NOT_APPLICABLE, report_mod.NOT_APPL),
+                               (UNAVAILABLE, report_mod.UNAVAILABLE)):
             if reason.startswith(prefix):
                 return status, reason
-        return report.SKIPPED, reason
+        return report_mod.SKIPPED, reason
     if call.excinfo is not None and call.excinfo.errisinstance(NotImplementedError):
-        return report.NOT_IMPL, str(call.excinfo.value)
+        return report_mod.NOT_IMPL, str(call.excinfo.value)
     text = str(rep.longrepr or "")
-    return report.FAILED, text[:4000]
+    return report_mod.FAILED, text[:4000]
 
 
 @pytest.hookimpl(wrapper=True)
@@ -189,14 +191,25 @@ def pytest_runtest_makereport(item, call):
     final = rep.when == "call" or (rep.when == "setup" and not rep.passed) or (rep.when == "teardown" and rep.failed)
     if final:
         outcome, message = _classify(rep, call)
-        rec = report.Outcome(
+        rec = report_mod.Outcome(
             nodeid=item.nodeid, test=getattr(item, "originalname", item.name),
             impl=subject.name if subject else "", dtype=subject.dtype if subject else "",
             claims=list(claims_of(item)), outcome=outcome, message=message, duration=rep.duration,
         )
-        rep.user_properties.append(("spec_outcome", rec.__dict__))
-        item.config.stash[_RECORDS].append(rec)
+        rep.user_properties.append(("spec_outcome", dict(rec.__dict__)))
     return rep
+
+
+class _Collector:
+    """Collects outcomes from reports: with pytest-xdist, logreport runs in the controller."""
+
+    def __init__(self, records: list):
+        self.records = records
+
+    def pytest_runtest_logreport(self, report):
+        for key, value in report.user_properties:
+            if key == "spec_outcome":
+                self.records.append(report_mod.Outcome(**value))
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
@@ -209,11 +222,11 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
                     f"warning: expected-failure line {e.source} ({e.pattern!r}) matched no test", yellow=True)
     if records and not config.getoption("--no-claim-summary"):
         terminalreporter.section("claims by implementation")
-        for line in report.summary_lines(records, [i.name for i in impls], terminalreporter._tw.fullwidth):
+        for line in report_mod.summary_lines(records, [i.name for i in impls], terminalreporter._tw.fullwidth):
             terminalreporter.write_line(line)
     path = config.getoption("--spec-report")
     if path:
-        report.write_json(path, config.stash.get(_RECORDS, []), {
+        report_mod.write_json(path, config.stash.get(_RECORDS, []), {
             i.name: {"backend": i.backend, "device": i.device, "dtypes": list(i.dtypes),
                      "unavailable": i.unavailable, "path": i.path} for i in impls})
         terminalreporter.write_line(f"spec report written to {path}")

@@ -9,17 +9,14 @@ implementation's result, so a test reads as a list of checks:
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 import reference
 from spec_tests.harness import tolerance
 from spec_tests.harness.feedback import fail, fmt_array
 from spec_tests.harness.subject import call_of
-
-# For these functions the size of the values involved includes an input's size:
-# an attention output can be much smaller than V (its rows cancel) while its error scales with V.
-SIZE_ARG = {"scaled_dot_product_attention": 2}
-
 
 def _calls(*arrays):
     found = []
@@ -71,8 +68,8 @@ def oracle(subject, fname: str, *args, size: float | None = None, **kwargs):
     yard = None
     if subject.dtype != "float64":
         yard = tolerance.yardstick(oracle_fn, r_args, r_kwargs, subject.dtype)
-    if size is None and fname in SIZE_ARG and len(r_args) > SIZE_ARG[fname]:
-        size = tolerance.magnitude(r_args[SIZE_ARG[fname]])
+    if size is None:
+        size = tolerance.size_of(fname, r_args, r_kwargs)
     calls = _calls(seen if not isinstance(seen, tuple) else seen[0])
     pairs = zip(seen, expected, yard or [None] * len(seen)) if isinstance(seen, tuple) else [(seen, expected, yard)]
     for n, (s, e, y) in enumerate(pairs):
@@ -124,3 +121,33 @@ def holds(subject, condition: bool, what: str, details=(), arrays=()) -> None:
     """A property check: `condition` must be true."""
     if not condition:
         fail(subject, what, list(details), _calls(*arrays))
+
+
+def _names(message: str, name) -> bool:
+    """Does the message mention `name` (a number as a whole token, a word anywhere)?"""
+    if isinstance(name, tuple):  # any of several spellings
+        return any(_names(message, n) for n in name)
+    if isinstance(name, (int, float)):
+        return re.search(rf"(?<![\d.]){re.escape(str(name))}(?![\d])", message) is not None
+    return str(name).lower() in message.lower()
+
+
+def raises_value_error(subject, fname: str, args: tuple, kwargs: dict, names=(), what: str | None = None):
+    """Calling fname on bad input raises ValueError, and its message names each of `names`."""
+    what = what or f"{fname} on bad input raises ValueError naming {', '.join(map(str, names)) or 'the problem'}"
+    try:
+        result = subject.call(fname, *args, **kwargs)
+    except ValueError as exc:
+        msg = str(exc)
+        missing = [n for n in names if not _names(msg, n)]
+        if missing:
+            fail(subject, what, [f"raised ValueError({msg!r})", f"but the message does not name {missing}"],
+                 subject.history[-1:])
+        return exc
+    except NotImplementedError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - any other exception is the failure being reported
+        fail(subject, what, [f"expected ValueError, got {type(exc).__name__}: {exc}"], subject.history[-1:])
+    shapes = np.shape(result[0] if isinstance(result, tuple) else result)
+    fail(subject, what, [f"expected ValueError, but it returned a result of shape {shapes}: "
+                         "bad input must never be computed with silently"], subject.history[-1:])

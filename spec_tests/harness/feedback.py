@@ -91,8 +91,9 @@ def _cast_line(subject) -> str:
     """How the harness hands a float64 NumPy array to this implementation."""
     if subject.backend == "numpy":
         return f'cast = lambda x: x.astype("{subject.dtype}") if x.dtype != bool else x'
-    return (f"cast = lambda x: torch.from_numpy(x).to(device=\"{subject.impl.device}\", "
-            f"dtype=torch.{subject.dtype} if x.dtype != bool else torch.bool)")
+    staged = "float32" if subject.dtype == "bfloat16" else subject.dtype  # the values are exact in it
+    return (f"cast = lambda x: torch.from_numpy(x.astype(\"{staged}\") if x.dtype != bool else x).to("
+            f"device=\"{subject.impl.device}\", dtype=torch.{subject.dtype} if x.dtype != bool else torch.bool)")
 
 
 def reproduction(call, extra_calls=()) -> str:

@@ -8,6 +8,11 @@
   This is FlashAttention's rule; PyTorch's SDPA tests use the same idea. It
   needs no hand-tuned constant per test: a harder input makes the yardstick
   err more, and the allowance grows with it.
+* "Size" is the largest value involved. For attention it is max|V| times the
+  largest possible score magnitude max_ij scale * sum_l |q_il| |k_jl|: rounding
+  a score s perturbs its weight by about eps * |s|, so scores of 1e4 in float32
+  (claim SDPA-5) make every implementation's output, and the naive one's, err
+  by ~1e-3 |V| in ways that differ with the summation order.
 * Relations between two results of the same implementation (permute, append a
   masked key, ...) allow RELATION_ULPS units in the last place of the dtype.
 * Exact claims (zero weights, zeros for fully masked rows, raised errors) are
@@ -49,6 +54,24 @@ def magnitude(*arrays) -> float:
             if finite.size:
                 m = max(m, float(finite.max()))
     return max(m, np.finfo(np.float64).tiny)
+
+
+def attention_size(q, k, v=None, scale=None) -> float:
+    """max|V| (1 for weights) times max(1, the largest |score| the inputs allow)."""
+    q, k = np.abs(np.asarray(q, dtype=np.float64)), np.abs(np.asarray(k, dtype=np.float64))
+    if scale is None:
+        scale = 1.0 / np.sqrt(max(q.shape[-1], 1))
+    scores = abs(scale) * (q @ np.swapaxes(k, -1, -2)) if q.size and k.size else np.zeros(1)
+    largest = float(scores.max()) if scores.size else 0.0
+    return (magnitude(v) if v is not None else 1.0) * max(1.0, largest)
+
+
+def size_of(fname: str, args, kwargs) -> float | None:
+    """The size of the values involved in fname(*args, **kwargs), where it is more than the result's."""
+    if fname in ("scaled_dot_product_attention", "attention_weights") and len(args) >= 2:
+        v = args[2] if fname == "scaled_dot_product_attention" and len(args) >= 3 else None
+        return attention_size(args[0], args[1], v, kwargs.get("scale"))
+    return None
 
 
 def max_error(seen, expected) -> float:

@@ -1,0 +1,304 @@
+"""Chapter: masks (docs/masks.md). Claims MASK-1 .. MASK-7.
+
+    mask[..., i, j] = True  means query i may attend to key j          (DESIGN.md; PyTorch's bool attn_mask too)
+    is_causal       : query i sees key j iff j <= i + (L_k - L_q)        (bottom-right aligned)
+    mask AND causal : both must allow a key
+    no visible key  : the output row and its weights are exactly 0       (ONNX Attention-23, PyTorch, FlashAttention)
+
+Seed 001 §3.2 builds the padding mask `(x != pad_idx).unsqueeze(1).unsqueeze(2)`, shape (B, 1, 1, L),
+and fills hidden scores with -1e9; seed 000 fills them with -inf. Neither survives a fully masked row.
+"""
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import reference
+from spec_tests.harness import check
+from spec_tests.harness.strategies import HEAD_DIMS, SEEDS, attention_cases, normal, random_mask
+
+claim = pytest.mark.claim
+SDPA = "scaled_dot_product_attention"
+SIZES = st.integers(1, 9)
+
+
+@st.composite
+def padded_batches(draw, max_len=9):
+    """(B, H, L_q, d) queries against (B, H, L, d) keys/values where batch b has lengths[b] real keys."""
+    B, H = draw(st.integers(1, 3)), draw(st.integers(1, 2))
+    L, L_q = draw(st.integers(2, max_len)), draw(SIZES)
+    lengths = draw(st.lists(st.integers(1, L), min_size=B, max_size=B))
+    d_k, d_v, seed = draw(HEAD_DIMS), draw(HEAD_DIMS), draw(SEEDS)
+    q = normal(seed, (B, H, L_q, d_k))
+    k, v = normal(seed + 1, (B, H, L, d_k)), normal(seed + 2, (B, H, L, d_v))
+    return q, k, v, np.array(lengths), reference.padding_mask(lengths, L)
+
+
+# ---------------------------------------------------------------------------------- MASK-1
+@claim("MASK-1")
+@given(batch=padded_batches())
+def test_padding_mask_equals_the_unpadded_sequence(impl, batch):
+    """With a (B, 1, 1, L) padding mask, batch b's outputs equal attention over its real keys alone."""
+    q, k, v, lengths, pad = batch
+    out = check.oracle(impl, SDPA, q, k, v, mask=pad)
+    for b, n in enumerate(lengths):
+        alone = impl.scaled_dot_product_attention(q[b], k[b, :, :n], v[b, :, :n])
+        check.close(impl, out[b], alone, f"batch {b} with {n} real keys equals its unpadded keys alone",
+                    size=float(np.abs(v).max()))
+
+
+@claim("MASK-1")
+@given(batch=padded_batches())
+def test_pad_contents_do_not_matter(impl, batch):
+    """Replacing what sits at pad positions (even by huge values) changes no output."""
+    q, k, v, lengths, pad = batch
+    hidden = ~np.broadcast_to(pad[:, :, 0, :, None], k.shape[:-1] + (1,))  # (B, 1, L, 1) -> (B, H, L, 1)
+    k2 = np.where(hidden, 50 * normal(7, k.shape), k)
+    v2 = np.where(hidden, 1e4 * normal(8, v.shape), v)
+    out = impl.scaled_dot_product_attention(q, k, v, mask=pad)
+    out2 = impl.scaled_dot_product_attention(q, k2, v2, mask=pad)
+    check.close(impl, out2, out, "changing the keys and values at pad positions changes no output",
+                size=float(np.abs(v).max()))
+
+
+@claim("MASK-1")
+@given(batch=padded_batches())
+def test_weight_on_a_pad_key_is_exactly_zero(impl, batch):
+    """attention_weights puts exactly 0 on every pad key."""
+    q, k, v, lengths, pad = batch
+    p = impl.attention_weights(q, k, mask=pad)
+    on_pads = np.where(np.broadcast_to(~pad, p.shape), p, 0.0)
+    check.exactly(impl, on_pads, np.zeros_like(p), "the weight on every pad key is exactly 0")
+
+
+@claim("MASK-1")
+@given(batch=padded_batches())
+def test_pad_keys_contribute_exactly_nothing_to_sdpa(impl, batch):
+    """With V = I (one-hot values) the output is P: its columns at pad keys are exactly 0."""
+    q, k, _, lengths, pad = batch
+    L = k.shape[-2]
+    p = impl.scaled_dot_product_attention(q, k, np.broadcast_to(np.eye(L), k.shape[:-1] + (L,)).copy(), mask=pad)
+    on_pads = np.where(np.broadcast_to(~pad, p.shape), p, 0.0)
+    check.exactly(impl, on_pads, np.zeros_like(p), "with V = I, the output's columns at pad keys are exactly 0")
+
+
+# ---------------------------------------------------------------------------------- MASK-2
+@claim("MASK-2")
+@given(seed=SEEDS, L=st.integers(2, 9), d=HEAD_DIMS, t=st.integers(0, 7), data=st.data())
+def test_future_tokens_do_not_leak(impl, seed, L, d, t, data):
+    """Under is_causal, outputs at positions <= t do not change when anything after t changes."""
+    t = min(t, L - 2)
+    q, k, v = normal(seed, (2, L, d)), normal(seed + 1, (2, L, d)), normal(seed + 2, (2, L, d))
+    q2, k2, v2 = q.copy(), k.copy(), v.copy()
+    q2[:, t + 1:] = 30 * normal(seed + 3, q2[:, t + 1:].shape)
+    k2[:, t + 1:] = 30 * normal(seed + 4, k2[:, t + 1:].shape)
+    v2[:, t + 1:] = 1e3 * normal(seed + 5, v2[:, t + 1:].shape)
+    out = impl.scaled_dot_product_attention(q, k, v, is_causal=True)
+    out2 = impl.scaled_dot_product_attention(q2, k2, v2, is_causal=True)
+    check.close(impl, out2[:, : t + 1], out[:, : t + 1],
+                f"changing tokens after position {t} leaves outputs 0..{t} unchanged", size=float(np.abs(v).max()))
+
+
+@claim("MASK-2")
+@given(seed=SEEDS, L=st.integers(1, 9), d=HEAD_DIMS)
+def test_weights_above_the_diagonal_are_exactly_zero(impl, seed, L, d):
+    """attention_weights(..., is_causal=True)[i, j] == 0 exactly for j > i; the diagonal is visible."""
+    q, k = normal(seed, (2, L, d)), normal(seed + 1, (2, L, d))
+    p = impl.attention_weights(q, k, is_causal=True)
+    above = np.triu(np.ones((L, L), dtype=bool), k=1)
+    check.exactly(impl, np.where(above, p, 0.0), np.zeros_like(p), "causal weights above the diagonal are exactly 0")
+    check.holds(impl, bool((p[..., np.arange(L), np.arange(L)] > 0).all()),
+                "each query sees itself: causal weights on the diagonal are > 0",
+                [f"diagonal weights seen: {p[..., np.arange(L), np.arange(L)]}"], [p])
+
+
+@claim("MASK-2")
+@given(case=attention_cases(masked=False, causal=False, lengths=SIZES))
+def test_is_causal_equals_the_lower_triangular_mask(impl, case):
+    """is_causal=True gives the same result as mask=causal_mask(L_q, L_k) (bottom-right aligned)."""
+    tri = reference.causal_mask(case.L_q, case.L_k)
+    a = check.oracle(impl, SDPA, case.q, case.k, case.v, is_causal=True)
+    b = impl.scaled_dot_product_attention(case.q, case.k, case.v, mask=tri)
+    check.close(impl, a, b, "is_causal=True equals the explicit mask causal_mask(L_q, L_k)",
+                size=float(np.abs(case.v).max()))
+
+
+@claim("MASK-2")
+@given(seed=SEEDS, L=st.integers(2, 7), d=st.integers(1, 4), t=st.integers(0, 5))
+def test_causal_output_has_no_gradient_from_future_tokens(impl, seed, L, d, t):
+    """d out[t] / d (q, k, v)[j] == 0 exactly for every j > t (autograd backends)."""
+    if impl.backend != "torch":
+        pytest.skip("not applicable: gradients are checked where the backend has autograd (torch)")
+    import torch
+
+    t = min(t, L - 2)
+    q, k, v = (impl.native(normal(seed + i, (L, d))).requires_grad_(True) for i in range(3))
+    out = impl.call_native(SDPA, q, k, v, is_causal=True)
+    if not out.requires_grad:
+        pytest.skip("not applicable: this implementation's output is not differentiable by autograd")
+    out[t].sum().backward()
+    for name, x in (("q", q), ("k", k), ("v", v)):
+        g = impl.to_numpy(x.grad) if x.grad is not None else np.zeros((L, d))
+        check.exactly(impl, g[t + 1:], np.zeros_like(g[t + 1:]),
+                      f"the gradient of out[{t}] with respect to {name}[{t + 1}:] is exactly 0")
+
+
+# ---------------------------------------------------------------------------------- MASK-3
+@claim("MASK-3")
+@given(case=attention_cases(masked=False, causal=True))
+def test_causal_is_bottom_right_aligned(impl, case):
+    """With L_q != L_k, query i sees keys j <= i + (L_k - L_q): the queries are the last L_q positions."""
+    check.oracle(impl, SDPA, case.q, case.k, case.v, is_causal=True)
+
+
+@claim("MASK-3")
+@given(seed=SEEDS, L=st.integers(1, 9), d=HEAD_DIMS, prefill=st.integers(1, 9))
+def test_decoding_with_a_kv_cache_reproduces_causal_attention(impl, seed, L, d, prefill):
+    """A prefill of the first queries, then one query at a time against the growing cache, equals full causal attention."""
+    prefill = min(prefill, L)
+    q, k, v = normal(seed, (2, L, d)), normal(seed + 1, (2, L, d)), normal(seed + 2, (2, L, d))
+    full = impl.scaled_dot_product_attention(q, k, v, is_causal=True)
+    steps = [impl.scaled_dot_product_attention(q[:, :prefill], k[:, :prefill], v[:, :prefill], is_causal=True)]
+    for t in range(prefill, L):  # query t against keys 0..t: the cache holds t + 1 entries
+        steps.append(impl.scaled_dot_product_attention(q[:, t:t + 1], k[:, : t + 1], v[:, : t + 1], is_causal=True))
+    check.close(impl, np.concatenate(steps, axis=1), full,
+                f"prefill of {prefill} then one query at a time against a growing K/V cache equals full causal attention",
+                size=float(np.abs(v).max()))
+
+
+# ---------------------------------------------------------------------------------- MASK-4
+@claim("MASK-4")
+@given(seed=SEEDS, L_q=st.integers(1, 7), L_k=st.integers(1, 7), d=HEAD_DIMS, dead=st.integers(1, 3))
+def test_fully_masked_rows_output_exactly_zero(impl, seed, L_q, L_k, d, dead):
+    """A query row that sees no key outputs exactly 0 (not NaN, not the mean of V); other rows are right."""
+    mask = random_mask(seed, (2, L_q, L_k), 0.7, dead_rows=dead)
+    v = normal(seed + 2, (2, L_k, d)) + 3.0  # mean of V far from 0, so "the mean of V" cannot pass as 0
+    q, k = normal(seed, (2, L_q, d)), normal(seed + 1, (2, L_k, d))
+    out = impl.scaled_dot_product_attention(q, k, v, mask=mask)
+    dead_rows = ~mask.any(axis=-1)  # (2, L_q)
+    seen = out[dead_rows]
+    details = []
+    if np.isnan(seen).any():
+        details.append("seen NaN: the -inf fill with no guard gives 0/0 for a row that sees nothing")
+    elif seen.size and np.allclose(seen, np.broadcast_to(v.mean(axis=-2, keepdims=True), out.shape)[dead_rows]):
+        details.append("seen the mean of V: a finite fill such as -1e9 makes a dead row attend uniformly")
+    check.holds(impl, not details, "rows with no visible key output exactly 0", details, [out])
+    check.exactly(impl, seen, np.zeros_like(seen), "rows with no visible key output exactly 0")
+    check.oracle(impl, SDPA, q, k, v, mask=mask)
+
+
+@claim("MASK-4")
+@given(seed=SEEDS, L_q=st.integers(1, 7), L_k=st.integers(1, 7), d=HEAD_DIMS, dead=st.integers(1, 3))
+def test_fully_masked_rows_have_zero_weights(impl, seed, L_q, L_k, d, dead):
+    mask = random_mask(seed, (2, L_q, L_k), 0.7, dead_rows=dead)
+    p = impl.attention_weights(normal(seed, (2, L_q, d)), normal(seed + 1, (2, L_k, d)), mask=mask)
+    dead_rows = ~mask.any(axis=-1)
+    check.exactly(impl, p[dead_rows], np.zeros_like(p[dead_rows]), "rows with no visible key have all weights 0")
+
+
+@claim("MASK-4")
+@given(seed=SEEDS, L_k=st.integers(1, 5), extra=st.integers(1, 4), d=HEAD_DIMS)
+def test_causal_with_more_queries_than_keys_gives_zero_rows(impl, seed, L_k, extra, d):
+    """is_causal with L_q > L_k: the first L_q - L_k queries see no key and output exactly 0."""
+    L_q = L_k + extra
+    q, k, v = normal(seed, (L_q, d)), normal(seed + 1, (L_k, d)), normal(seed + 2, (L_k, d)) + 3.0
+    out = check.oracle(impl, SDPA, q, k, v, is_causal=True)
+    check.exactly(impl, out[:extra], np.zeros((extra, d)), f"the first {extra} queries see no key and output exactly 0")
+
+
+@claim("MASK-4")
+@given(seed=SEEDS, L_q=st.integers(1, 5), L_k=st.integers(1, 5), d=HEAD_DIMS)
+def test_an_all_false_mask_gives_all_zeros(impl, seed, L_q, L_k, d):
+    mask = np.zeros((L_q, L_k), dtype=bool)
+    out = impl.scaled_dot_product_attention(normal(seed, (L_q, d)), normal(seed + 1, (L_k, d)),
+                                            normal(seed + 2, (L_k, d)) + 3.0, mask=mask)
+    check.exactly(impl, out, np.zeros((L_q, d)), "a mask that hides everything gives an all-zero output")
+
+
+# ---------------------------------------------------------------------------------- MASK-5
+@claim("MASK-5")
+@given(case=attention_cases(masked=True))
+def test_masked_sdpa_matches_oracle(impl, case):
+    """Any mask broadcastable to (..., L_q, L_k), with or without is_causal, equals the oracle."""
+    check.oracle(impl, SDPA, case.q, case.k, case.v, **case.kwargs)
+
+
+MASK_SHAPES = ["(L_k,)", "(L_q, L_k)", "(B, 1, 1, L_k)", "(B, 1, L_q, L_k)", "(B, H, L_q, L_k)"]
+
+
+def _masks_of_every_shape(seed, B, H, L_q, L_k):
+    """One visibility pattern written in each of the five shapes (coarser shapes repeat a pattern)."""
+    rng = np.random.default_rng(seed)
+    keys = rng.random(L_k) < 0.7  # (L_k,)
+    pair = rng.random((L_q, L_k)) < 0.7
+    pad = rng.random((B, 1, 1, L_k)) < 0.7
+    per_batch = rng.random((B, 1, L_q, L_k)) < 0.7
+    full = rng.random((B, H, L_q, L_k)) < 0.7
+    return dict(zip(MASK_SHAPES, [keys, pair, pad, per_batch, full]))
+
+
+@claim("MASK-5")
+@given(seed=SEEDS, B=st.integers(1, 3), H=st.integers(1, 3), L_q=SIZES, L_k=SIZES, d=HEAD_DIMS,
+       which=st.sampled_from(MASK_SHAPES))
+def test_mask_shapes_broadcast_and_agree(impl, seed, B, H, L_q, L_k, d, which):
+    """A mask of each shape gives the same result as its broadcast to (B, H, L_q, L_k)."""
+    mask = _masks_of_every_shape(seed, B, H, L_q, L_k)[which]
+    q, k, v = normal(seed, (B, H, L_q, d)), normal(seed + 1, (B, H, L_k, d)), normal(seed + 2, (B, H, L_k, d))
+    out = check.oracle(impl, SDPA, q, k, v, mask=mask)
+    full = np.broadcast_to(mask, (B, H, L_q, L_k)).copy()
+    check.close(impl, out, impl.scaled_dot_product_attention(q, k, v, mask=full),
+                f"a mask of shape {which} = {mask.shape} equals its broadcast to (B, H, L_q, L_k)",
+                size=float(np.abs(v).max()))
+
+
+@claim("MASK-5")
+@given(seed=SEEDS, B=st.integers(1, 3), H=st.integers(1, 2), d_k=st.integers(1, 3), L_q=SIZES, L_k=SIZES,
+       which=st.sampled_from(MASK_SHAPES))
+def test_multi_head_masks_broadcast_over_batch_and_heads(impl, seed, B, H, d_k, L_q, L_k, which):
+    """multi_head_attention takes masks broadcastable to (B, H, L_q, L_k), the padding mask (B, 1, 1, L_k) among them."""
+    from spec_tests.harness.strategies import mha_weights
+
+    D = H * d_k
+    mask = _masks_of_every_shape(seed, B, H, L_q, L_k)[which]
+    x, kv = normal(seed, (B, L_q, D)), normal(seed + 1, (B, L_k, D))
+    check.oracle(impl, "multi_head_attention", x, kv, kv, mha_weights(seed, D, True), H, mask=mask)
+
+
+@claim("MASK-5")
+@given(batch=padded_batches())
+def test_padding_and_causal_combine_by_and(impl, batch):
+    """mask=padding, is_causal=True equals mask = padding AND causal_mask."""
+    q, k, v, _, pad = batch
+    L_q, L_k = q.shape[-2], k.shape[-2]
+    both = pad & reference.causal_mask(L_q, L_k)
+    a = check.oracle(impl, SDPA, q, k, v, mask=pad, is_causal=True)
+    check.close(impl, a, impl.scaled_dot_product_attention(q, k, v, mask=both),
+                "padding mask with is_causal=True equals the AND of the two masks", size=float(np.abs(v).max()))
+
+
+# ---------------------------------------------------------------------------------- MASK-6
+@claim("MASK-6")
+@given(case=attention_cases(masked=True, lengths=SIZES))
+def test_masked_attention_in_low_precision_is_finite_and_correct(impl, case):
+    """In float16/bfloat16, where an additive -1e9 overflows to -inf, masked attention stays finite and right."""
+    if impl.dtype not in ("float16", "bfloat16"):
+        pytest.skip("not applicable: MASK-6 is about float16 and bfloat16, and this run is " + impl.dtype)
+    out = check.oracle(impl, SDPA, case.q, case.k, case.v, **case.kwargs)
+    check.holds(impl, bool(np.isfinite(out).all()), "masked low-precision attention is finite", arrays=[out])
+
+
+# ---------------------------------------------------------------------------------- MASK-7
+@claim("MASK-7")
+@given(case=attention_cases(masked=None, causal=False, lengths=SIZES), extra=st.integers(1, 5))
+def test_appending_masked_keys_changes_nothing(impl, case, extra):
+    """Keys appended with mask False (here with large scores and huge values) change no output."""
+    batch = case.batch
+    k_extra = 30 * normal(case.seed + 5, (*batch, extra, case.d_k))
+    v_extra = 1e4 * normal(case.seed + 6, (*batch, extra, case.d_v))
+    mask = np.ones(case.scores_shape, dtype=bool) if case.mask is None else np.broadcast_to(case.mask, case.scores_shape)
+    longer = np.concatenate([mask, np.zeros((*case.scores_shape[:-1], extra), dtype=bool)], axis=-1)
+    out = impl.scaled_dot_product_attention(case.q, case.k, case.v, mask=mask.copy())
+    out2 = impl.scaled_dot_product_attention(case.q, np.concatenate([case.k, k_extra], axis=-2),
+                                             np.concatenate([case.v, v_extra], axis=-2), mask=longer)
+    check.close(impl, out2, out, f"appending {extra} masked-out keys changes no output", size=float(np.abs(case.v).max()))

@@ -1,0 +1,246 @@
+"""Chapter: multi-head attention (docs/multi_head.md). Claims MHA-1 .. MHA-7.
+
+    MultiHead(Q, K, V) = Concat(head_1, ..., head_H) W^O + b_O                 (seed 000, formula)
+    head_h = Attention(Q W^Q_h + b^Q_h, K W^K_h + b^K_h, V W^V_h + b^V_h)
+
+    query (B, L_q, D), key and value (B, L_k, D); W^Q, W^K, W^V, W^O are (D, D) in the y = x W + b
+    orientation; head h uses columns h*d_k:(h+1)*d_k of W^Q, W^K, W^V and rows h*d_k:(h+1)*d_k of W^O;
+    d_k = D / H.
+"""
+
+import numpy as np
+import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
+
+import reference
+from spec_tests.harness import check, tolerance
+from spec_tests.harness.strategies import SEEDS, MHACase, mha_cases, mha_weights, normal
+from spec_tests.harness.subject import not_applicable
+
+claim = pytest.mark.claim
+MHA = "multi_head_attention"
+
+
+def _block(h: int, d_k: int) -> slice:
+    return slice(h * d_k, (h + 1) * d_k)
+
+
+def _head_inputs(case: MHACase, h: int):
+    """Head h's own projections: x @ W[:, block h] + b[block h], each (B, L, d_k)."""
+    w, blk = case.weights, _block(h, case.d_k)
+
+    def proj(x, name):
+        y = x @ w[f"w_{name}"][:, blk]
+        return y + w[f"b_{name}"][blk] if f"b_{name}" in w else y
+
+    return proj(case.query, "q"), proj(case.key, "k"), proj(case.value, "v")
+
+
+def _head_mask(case: MHACase, h: int):
+    if case.mask is None:
+        return None
+    m = np.broadcast_to(case.mask, (case.B, case.num_heads, case.L_q, case.L_k))
+    return m[:, h].copy()
+
+
+# ---------------------------------------------------------------------------------- MHA-1
+@claim("MHA-1")
+@pytest.mark.parametrize("B, L_q, L_k, H, d_k, self_attention",
+                         [(2, 4, 4, 8, 8, True), (1, 1, 1, 2, 3, True), (3, 5, 9, 4, 2, False), (2, 7, 2, 1, 5, False)],
+                         ids=["self-2x4x64", "self-L1", "cross-Lq<Lk", "cross-Lq>Lk"])
+def test_output_shape(impl, B, L_q, L_k, H, d_k, self_attention):
+    """Self-attention returns (B, L, D), the input's shape; cross-attention returns (B, L_q, D)."""
+    case = MHACase(B, L_q, L_k, H, d_k, seed=3, self_attention=self_attention)
+    out = check.oracle(impl, MHA, *case.args)
+    check.shape(impl, out, (B, case.L_q, case.D), "multi_head_attention output shape is (B, L_q, D)")
+
+
+# ---------------------------------------------------------------------------------- MHA-2
+@claim("MHA-2")
+@pytest.mark.parametrize("D, H", [(512, 7), (12, 5), (6, 4), (9, 2)])
+def test_d_model_not_divisible_by_heads_raises(impl, D, H):
+    """d_model % num_heads != 0 raises ValueError naming both numbers (seed 001 §3.1's 512 and 7)."""
+    x = normal(1, (1, 2, D))
+    check.raises_value_error(impl, MHA, (x, x, x, mha_weights(2, D, False), H), {}, names=(D, H))
+    check.raises_value_error(impl, "split_heads", (x, H), {}, names=(D, H))
+
+
+@claim("MHA-2")
+@pytest.mark.parametrize("D, H", [(512, 8), (12, 3), (7, 7), (6, 1)])
+def test_head_size_is_d_model_over_heads(impl, D, H):
+    """d_k = D / H: split_heads((B, L, D), H) is (B, H, L, D/H), e.g. 512 / 8 = 64."""
+    heads = impl.split_heads(normal(1, (2, 3, D)), H)
+    check.shape(impl, heads, (2, H, 3, D // H), f"split_heads of D={D} into H={H} heads gives d_k = {D // H}")
+
+
+# ---------------------------------------------------------------------------------- MHA-3
+@st.composite
+def head_arrays(draw):
+    lead = draw(st.lists(st.integers(1, 3), min_size=0, max_size=2).map(tuple))
+    H, L, d = draw(st.integers(1, 5)), draw(st.integers(1, 6)), draw(st.integers(1, 5))
+    return normal(draw(SEEDS), (*lead, H, L, d))
+
+
+@claim("MHA-3")
+@given(heads=head_arrays())
+def test_merge_heads_concatenates_along_features(impl, heads):
+    """merge_heads(x)[..., l, h*d:(h+1)*d] == x[..., h, l, :] exactly."""
+    *lead, H, L, d = heads.shape
+    merged = impl.merge_heads(heads)
+    check.shape(impl, merged, (*lead, L, H * d), "merge_heads: (..., H, L, d) -> (..., L, H*d)")
+    expected = np.concatenate([heads[..., h, :, :] for h in range(H)], axis=-1)  # (..., L, H*d)
+    check.exactly(impl, merged, impl.round(expected), "merge_heads(x)[..., l, h*d:(h+1)*d] == x[..., h, l, :]")
+
+
+@claim("MHA-3")
+@given(heads=head_arrays())
+def test_split_heads_takes_feature_blocks(impl, heads):
+    """split_heads(x, H)[..., h, l, :] == x[..., l, h*d:(h+1)*d] exactly, and split/merge are inverses."""
+    *lead, H, L, d = heads.shape
+    x = np.concatenate([heads[..., h, :, :] for h in range(H)], axis=-1)  # (..., L, H*d)
+    split = impl.split_heads(x, H)
+    check.exactly(impl, split, impl.round(heads), "split_heads(x, H)[..., h, l, :] == x[..., l, h*d:(h+1)*d]")
+    check.exactly(impl, impl.merge_heads(split), impl.round(x), "merge_heads(split_heads(x, H)) == x")
+    check.exactly(impl, impl.split_heads(impl.merge_heads(heads), H), impl.round(heads),
+                  "split_heads(merge_heads(x), H) == x")
+
+
+@claim("MHA-3")
+@given(case=mha_cases(masked=None))
+def test_identity_output_projection_exposes_each_head(impl, case):
+    """With W_O = I and b_O = 0, the output's column block h is head h's attention output."""
+    case.weights["w_o"] = np.eye(case.D)
+    case.weights.pop("b_o", None)
+    out = check.oracle(impl, MHA, *case.args, **case.kwargs)
+    for h in range(case.num_heads):
+        q, k, v = _head_inputs(case, h)
+        head = impl.scaled_dot_product_attention(q, k, v, mask=_head_mask(case, h), is_causal=case.is_causal)
+        check.close(impl, out[..., _block(h, case.d_k)], head,
+                    f"with W_O = I, output columns {h * case.d_k}:{(h + 1) * case.d_k} are head {h}'s attention output",
+                    size=tolerance.magnitude(v))
+
+
+# ---------------------------------------------------------------------------------- MHA-4
+@claim("MHA-4")
+@given(case=mha_cases())
+def test_fused_projection_equals_separate_heads(impl, case):
+    """The fused D x D projection equals H separate D x d_k projections run one head at a time."""
+    out = impl.multi_head_attention(*case.args, **case.kwargs)
+    heads = [impl.scaled_dot_product_attention(*_head_inputs(case, h), mask=_head_mask(case, h), is_causal=case.is_causal)
+             for h in range(case.num_heads)]
+    concat = np.concatenate(heads, axis=-1)  # (B, L_q, H*d_k)
+    separate = concat @ case.weights["w_o"] + case.weights.get("b_o", 0.0)
+    check.close(impl, out, separate, "fused multi-head attention equals H separate heads, concatenated, times W_O",
+                size=float(np.abs(concat).max() * np.abs(case.weights["w_o"]).sum(axis=0).max() + 1.0))
+
+
+@claim("MHA-4")
+@given(case=mha_cases(masked=False, causal=False).filter(lambda c: c.num_heads > 1), h=st.integers(0, 3),
+       which=st.sampled_from(["w_q", "w_k", "w_v"]))
+def test_changing_one_heads_weights_changes_only_its_block(impl, case, h, which):
+    """With W_O = I, changing head h's columns of W_Q (or W_K, W_V) changes only output block h."""
+    h = h % case.num_heads
+    case.weights["w_o"] = np.eye(case.D)
+    case.weights.pop("b_o", None)
+    out = impl.multi_head_attention(*case.args)
+    changed = {k: v.copy() for k, v in case.weights.items()}
+    changed[which][:, _block(h, case.d_k)] += 3.0 * normal(case.seed + 20, (case.D, case.d_k))
+    out2 = impl.multi_head_attention(case.query, case.key, case.value, changed, case.num_heads)
+    others = np.ones(case.D, dtype=bool)
+    others[_block(h, case.d_k)] = False
+    check.close(impl, out2[..., others], out[..., others],
+                f"changing head {h}'s columns of {which} leaves every other head's output block unchanged",
+                size=tolerance.magnitude(out, out2))
+
+
+# ---------------------------------------------------------------------------------- MHA-5
+@claim("MHA-5")
+@given(case=mha_cases())
+@example(case=MHACase(1, 2, 2, 2, 2, seed=0))
+@example(case=MHACase(2, 3, 5, 4, 3, seed=1, self_attention=False, mask_kind="padding", is_causal=True))
+def test_multi_head_attention_matches_oracle(impl, case):
+    """Concat(head_1..head_H) W^O + b_O equals the float64 oracle (random weights, biases, masks, causal)."""
+    check.oracle(impl, MHA, *case.args, **case.kwargs)
+
+
+# ---------------------------------------------------------------------------------- MHA-6
+@claim("MHA-6")
+@given(case=mha_cases().map(lambda c: MHACase(c.B, c.L_q, c.L_k, 1, c.d_k * max(c.num_heads, 1), c.seed,
+                                              c.self_attention, c.bias, c.mask_kind, c.is_causal)))
+def test_one_head_is_single_head_attention_with_projections(impl, case):
+    """H = 1: softmax((x W_Q + b_Q)(x W_K + b_K)^T / sqrt(D)) (x W_V + b_V) W_O + b_O."""
+    out = check.oracle(impl, MHA, *case.args, **case.kwargs)
+    q, k, v = _head_inputs(case, 0)
+    single = impl.scaled_dot_product_attention(q, k, v, mask=_head_mask(case, 0), is_causal=case.is_causal)
+    expected = single @ case.weights["w_o"] + case.weights.get("b_o", 0.0)
+    check.close(impl, out, expected, "one head equals scaled dot-product attention of the projections, times W_O",
+                size=tolerance.magnitude(single) * float(np.abs(case.weights["w_o"]).sum(axis=0).max()) + 1.0)
+
+
+@claim("MHA-6")
+@given(case=mha_cases(), perm_seed=SEEDS)
+def test_permuting_heads_changes_nothing(impl, case, perm_seed):
+    """Permuting heads (W_Q, W_K, W_V column blocks, their biases, W_O row blocks, together) keeps the output."""
+    perm = np.random.default_rng(perm_seed).permutation(case.num_heads)
+    idx = np.concatenate([np.arange(case.d_k) + p * case.d_k for p in perm])  # new feature order
+    w = {k: v.copy() for k, v in case.weights.items()}
+    for name in ("w_q", "w_k", "w_v"):
+        w[name] = w[name][:, idx]
+    for name in ("b_q", "b_k", "b_v"):
+        if name in w:
+            w[name] = w[name][idx]
+    w["w_o"] = w["w_o"][idx, :]
+    mask = case.mask
+    if mask is not None and mask.ndim == 4 and mask.shape[1] > 1:
+        mask = mask[:, perm]  # a per-head mask moves with its head
+    out = impl.multi_head_attention(*case.args, **case.kwargs)
+    out2 = impl.multi_head_attention(case.query, case.key, case.value, w, case.num_heads, mask=mask,
+                                     is_causal=case.is_causal)
+    check.close(impl, out2, out, f"permuting the heads by {perm.tolist()} leaves the output unchanged",
+                size=tolerance.magnitude(out) + 1.0)
+
+
+# ---------------------------------------------------------------------------------- MHA-7
+def _torch_mha(query, key, value, w, H, key_padding, causal):
+    """torch.nn.MultiheadAttention in float64, with our weights mapped to its storage."""
+    import torch
+
+    D = query.shape[-1]
+    t = lambda a: torch.from_numpy(np.ascontiguousarray(a, dtype=np.float64))  # noqa: E731
+    zeros = np.zeros(D)
+    mha = torch.nn.MultiheadAttention(D, H, bias=True, batch_first=True, dtype=torch.float64)
+    with torch.no_grad():  # torch stores (out, in) and computes x @ W.T, so its W is our W.T
+        mha.in_proj_weight.copy_(t(np.concatenate([w["w_q"].T, w["w_k"].T, w["w_v"].T], axis=0)))
+        mha.in_proj_bias.copy_(t(np.concatenate([w.get("b_q", zeros), w.get("b_k", zeros), w.get("b_v", zeros)])))
+        mha.out_proj.weight.copy_(t(w["w_o"].T))
+        mha.out_proj.bias.copy_(t(w.get("b_o", zeros)))
+    L_q, L_k = query.shape[1], key.shape[1]
+    # torch's bool masks mean True = NOT allowed / ignore this key: the opposite of ours
+    attn_mask = t(~reference.causal_mask(L_q, L_k)).bool() if causal else None
+    kpm = None if key_padding is None else t(~key_padding).bool()
+    out, _ = mha(t(query), t(key), t(value), key_padding_mask=kpm, attn_mask=attn_mask, need_weights=False)
+    return out.detach().numpy()
+
+
+@claim("MHA-7")
+@given(case=mha_cases(masked=False, causal=False), padded=st.booleans(), causal=st.booleans(), data=st.data())
+def test_agrees_with_torch_multihead_attention(impl, case, padded, causal, data):
+    """Same weights, mapped to torch's (out, in) storage and its True-means-ignore padding mask: same output."""
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        not_applicable("torch.nn.MultiheadAttention is the yardstick here, and torch is not installed")
+    causal = causal and case.L_q <= case.L_k  # torch gives NaN for rows that see nothing (MASK-4 tests ours)
+    lowest = case.L_k - case.L_q + 1 if causal else 1  # every query keeps at least one real key
+    lengths = np.array([data.draw(st.integers(lowest, case.L_k), label="length") for _ in range(case.B)])
+    key_padding = (np.arange(case.L_k)[None, :] < lengths[:, None]) if padded else None  # (B, L_k), True = real
+    mask = None if key_padding is None else key_padding[:, None, None, :]  # ours: (B, 1, 1, L_k), True = attend
+    seen = impl.multi_head_attention(*case.args, mask=mask, is_causal=causal)
+    query, key, value, weights = impl.round(case.args[:4])  # what the implementation saw
+    expected = _torch_mha(query, key, value, weights, case.num_heads, key_padding, causal)
+    yard = None if impl.dtype == "float64" else tolerance.yardstick(
+        reference.multi_head_attention, (query, key, value, weights, case.num_heads),
+        {"mask": mask, "is_causal": causal}, impl.dtype)
+    check.compare(impl, seen, expected, tolerance.oracle_bound(impl.dtype, expected, yard),
+                  "multi_head_attention against torch.nn.MultiheadAttention with the same weights")
