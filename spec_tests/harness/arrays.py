@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+KNOWN_FLOATS = ("float64", "float32", "float16", "bfloat16")
 EPS = {"float64": 2.0**-52, "float32": 2.0**-23, "float16": 2.0**-10, "bfloat16": 2.0**-7}
 
 
