@@ -1,0 +1,145 @@
+"""Multi-head attention read literally from seed 000 §1: H separate heads, one at a time.
+
+"Do H separate attention computations, each head with its own W_Q, W_K, W_V, then
+concatenate and fuse" (seed 000 §1, §3). Head h's own D x d_k matrices are the column
+blocks h*d_k:(h+1)*d_k of the (D, D) `w_q`, `w_k`, `w_v` of the contract (DESIGN.md),
+so this file and the fused implementations must agree (claim MHA-4).
+
+Plain NumPy with plain loops, written to be read, not to be fast: each attention matrix
+is computed one (L_q, L_k) slice at a time and each softmax one query row at a time.
+"""
+
+import math
+
+import numpy as np
+
+from reference.checks import check_attention, check_layer_norm, check_multi_head, check_num_heads
+
+BACKEND = "numpy"
+DTYPES = ("float64", "float32")
+
+
+def _visible(mask, is_causal, L_q, L_k):
+    """Which keys each query may see: mask AND (j <= i + L_k - L_q); (..., L_q, L_k) bool."""
+    allowed = np.ones((L_q, L_k), dtype=bool)
+    if mask is not None:
+        allowed = allowed & mask
+    if is_causal:
+        for i in range(L_q):
+            last = i + (L_k - L_q)  # the last key query i may see: the queries are the last L_q positions
+            allowed[..., i, max(last + 1, 0) :] = False  # last < 0: it sees none
+    return allowed
+
+
+def _softmax_row(scores, allowed):
+    """softmax of one row over its allowed keys; no allowed key -> all 0."""
+    p = np.zeros_like(scores)
+    if not allowed.any():
+        return p  # nothing to attend to: output 0, not NaN, not the mean of v
+    s = scores[allowed]
+    e = np.exp(s - s.max())  # stabilised by the row's own maximum
+    p[allowed] = e / e.sum()
+    return p
+
+
+def _attention_matrix(q, k, allowed, scale):
+    """One head, one batch element: P = softmax(Q K^T * scale); q (L_q, d_k), k (L_k, d_k) -> (L_q, L_k)."""
+    scores = (q @ k.T) * scale  # (L_q, L_k)
+    p = np.zeros_like(scores)
+    for i in range(q.shape[0]):
+        p[i] = _softmax_row(scores[i], allowed[i])
+    return p
+
+
+def attention_weights(q, k, mask=None, is_causal=False, scale=None):
+    """P = softmax(Q K^T * scale) over visible keys, scale = 1/sqrt(d_k) by default; (..., L_q, L_k)."""
+    scores_shape = check_attention(q, k, mask=mask)
+    *batch, L_q, L_k = scores_shape
+    d_k = q.shape[-1]
+    scale = 1.0 / math.sqrt(d_k) if scale is None else float(scale)
+    q = np.broadcast_to(q, (*batch, L_q, d_k))  # (..., L_q, d_k)
+    k = np.broadcast_to(k, (*batch, L_k, d_k))  # (..., L_k, d_k)
+    allowed = np.broadcast_to(_visible(mask, is_causal, L_q, L_k), scores_shape)  # (..., L_q, L_k)
+    p = np.zeros(scores_shape, dtype=np.result_type(q, k))
+    for idx in np.ndindex(*batch):  # every batch element and head on its own
+        p[idx] = _attention_matrix(q[idx], k[idx], allowed[idx], scale)
+    return p
+
+
+def scaled_dot_product_attention(q, k, v, mask=None, is_causal=False, scale=None):
+    """softmax(Q K^T * scale) V; q (..., L_q, d_k), k (..., L_k, d_k), v (..., L_k, d_v) -> (..., L_q, d_v)."""
+    check_attention(q, k, v, mask=mask)
+    p = attention_weights(q, k, mask=mask, is_causal=is_causal, scale=scale)  # (..., L_q, L_k)
+    return p @ v  # (..., L_q, L_k) @ (..., L_k, d_v) -> (..., L_q, d_v)
+
+
+def split_heads(x, num_heads):
+    """(..., L, D) -> (..., H, L, D/H): head h gets features h*d_k:(h+1)*d_k."""
+    D = x.shape[-1]
+    d_k = check_num_heads(D, num_heads)
+    heads = [x[..., h * d_k : (h + 1) * d_k] for h in range(num_heads)]  # H x (..., L, d_k)
+    return np.stack(heads, axis=-3)  # (..., H, L, d_k)
+
+
+def merge_heads(heads):
+    """(..., H, L, d) -> (..., L, H*d): out[..., l, h*d:(h+1)*d] = heads[..., h, l, :]."""
+    H = heads.shape[-3]
+    return np.concatenate([heads[..., h, :, :] for h in range(H)], axis=-1)  # (..., L, H*d), along features
+
+
+def _block(w, b, h, d_k):
+    """Head h's own projection: columns h*d_k:(h+1)*d_k of W (D, D) and of b (D,)."""
+    cols = slice(h * d_k, (h + 1) * d_k)
+    return w[:, cols], (None if b is None else b[cols])  # (D, d_k), (d_k,)
+
+
+def _project(x, w, b):
+    """y = x W + b."""
+    y = x @ w
+    return y if b is None else y + b
+
+
+def multi_head_attention(query, key, value, weights, num_heads, mask=None, is_causal=False):
+    """Concat(head_1..head_H) W^O + b_O, head_h = Attention(Q W_h^Q, K W_h^K, V W_h^V); -> (B, L_q, D)."""
+    d_k, _ = check_multi_head(query, key, value, weights, num_heads, mask)
+    B, L_q, D = query.shape
+    L_k = key.shape[1]
+    # the mask as seen by head h: (B, H, L_q, L_k) -> (B, L_q, L_k)
+    head_mask = None if mask is None else np.broadcast_to(mask, (B, num_heads, L_q, L_k))
+    outputs = []
+    for h in range(num_heads):
+        # 1) this head's own projections, D -> d_k
+        q = _project(query, *_block(weights["w_q"], weights.get("b_q"), h, d_k))  # (B, L_q, d_k)
+        k = _project(key, *_block(weights["w_k"], weights.get("b_k"), h, d_k))  # (B, L_k, d_k)
+        v = _project(value, *_block(weights["w_v"], weights.get("b_v"), h, d_k))  # (B, L_k, d_k)
+        # 2) this head's attention
+        m = None if head_mask is None else head_mask[:, h]  # (B, L_q, L_k)
+        outputs.append(scaled_dot_product_attention(q, k, v, mask=m, is_causal=is_causal))  # (B, L_q, d_k)
+    # 3) concat along the features (not along L), then W^O fuses the heads back to D
+    concat = np.concatenate(outputs, axis=-1)  # (B, L_q, H*d_k)
+    return _project(concat, weights["w_o"], weights.get("b_o"))  # (B, L_q, D)
+
+
+def layer_norm(x, gamma, beta, eps=1e-5):
+    """gamma * (x - mean) / sqrt(var + eps) + beta over the last axis, biased variance; (..., D) -> (..., D)."""
+    check_layer_norm(x, gamma, beta)
+    D = x.shape[-1]
+    mean = x.sum(axis=-1, keepdims=True) / D  # (..., 1)
+    centred = x - mean  # (..., D)
+    # In float32 the mean itself is rounded; the centred row's own mean is that rounding
+    # error, and removing it (the corrected two-pass algorithm) gives rows of mean 0.
+    centred = centred - centred.sum(axis=-1, keepdims=True) / D
+    var = (centred**2).sum(axis=-1, keepdims=True) / D  # (..., 1), biased: divides by D, not D - 1
+    return gamma * centred / np.sqrt(var + float(eps)) + beta
+
+
+def sinusoidal_positional_encoding(length, d_model):
+    """PE[p, 2i] = sin(p / 10000^(2i/D)), PE[p, 2i+1] = cos(p / 10000^(2i/D)); (length, D) float64."""
+    p = np.arange(length, dtype=np.float64)  # (length,) positions
+    pe = np.zeros((length, d_model))
+    for two_i in range(0, d_model, 2):  # one frequency per pair of columns (2i, 2i+1)
+        angle = p / 10000.0 ** (two_i / d_model)  # (length,)
+        pe[:, two_i] = np.sin(angle)
+        if two_i + 1 < d_model:  # odd D: the last column is a sin without its cos
+            pe[:, two_i + 1] = np.cos(angle)
+    return pe

@@ -1,0 +1,30 @@
+"""The float64 NumPy oracle (`reference/`), exposed as an implementation under test.
+
+Running the spec against the oracle itself checks the suite's own claims: every
+test must pass here, or the test (not the implementation) is wrong.
+"""
+
+from reference import (
+    attention_weights,
+    layer_norm,
+    merge_heads,
+    multi_head_attention,
+    scaled_dot_product_attention,
+    sinusoidal_positional_encoding,
+    split_heads,
+)
+
+BACKEND = "numpy"
+DTYPES = ("float64",)
+
+__all__ = [
+    "BACKEND",
+    "DTYPES",
+    "attention_weights",
+    "layer_norm",
+    "merge_heads",
+    "multi_head_attention",
+    "scaled_dot_product_attention",
+    "sinusoidal_positional_encoding",
+    "split_heads",
+]

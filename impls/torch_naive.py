@@ -1,0 +1,148 @@
+"""Multi-head attention in plain PyTorch, written the way seed 000's code is; follows the contract of DESIGN.md.
+
+Seed 000's `MultiHeadAttention.forward`, step for step (view + transpose to split the
+heads, `torch.matmul`, `masked_fill` with -inf, `F.softmax`, transpose + contiguous +
+view to merge), with the corrections the contract requires:
+
+- a mask is boolean and True means "may attend" (the seed's fill where `mask == 0` agrees);
+- `is_causal` is bottom-right aligned, `j <= i + (L_k - L_q)`, and is ANDed with the mask;
+- a query with no visible key outputs exactly 0 with weights 0 (the seed's -inf fill
+  gives NaN there), and its gradient is 0, not NaN;
+- weights are (D, D) in the `y = x @ W + b` orientation, not `nn.Linear`'s (out, in);
+- in float16 and bfloat16 the softmax and the LayerNorm statistics run in float32
+  (seed 001 §4.2: "LayerNorm must stay in FP32"), and the result is cast back.
+
+What stays naive: Q K^T is computed in the input dtype, so float16 scores beyond
+65504 overflow to inf (and the softmax gives NaN), as they do in the seed's code and
+in the float16 oracle; PyTorch's fused kernel accumulates in float32 and does not.
+"""
+
+import math
+
+import torch
+import torch.nn.functional as F
+
+from reference.checks import check_attention, check_layer_norm, check_multi_head, check_num_heads
+
+BACKEND = "torch"
+DEVICE = "cpu"
+DTYPES = ("float64", "float32", "float16", "bfloat16")
+
+_LOW_PRECISION = (torch.float16, torch.bfloat16)
+
+
+def _visible(mask, is_causal, L_q, L_k, device):
+    """mask AND (j <= i + L_k - L_q), broadcastable to (..., L_q, L_k); None when every key is visible."""
+    if not is_causal:
+        return mask
+    causal = torch.ones(L_q, L_k, dtype=torch.bool, device=device).tril(diagonal=L_k - L_q)  # bottom-right
+    return causal if mask is None else mask & causal
+
+
+def _attention_weights(q, k, allowed, scale):
+    """softmax(Q K^T * scale) over the keys `allowed` lets through; no input checks."""
+    scores = torch.matmul(q, k.transpose(-2, -1)) * scale  # (..., L_q, d_k) @ (..., d_k, L_k) -> (..., L_q, L_k)
+    empty = None
+    if allowed is not None:
+        scores = scores.masked_fill(~allowed, float("-inf"))
+        # A row of -inf would softmax to NaN, in the forward pass and in the gradient;
+        # give it finite scores and zero its weights after the softmax instead.
+        empty = ~allowed.any(dim=-1, keepdim=True)  # (..., L_q, 1): no visible key
+        scores = scores.masked_fill(empty, 0.0)
+    # float16/bfloat16: exponentials and their sum in float32, then back to the input dtype
+    p = F.softmax(scores, dim=-1, dtype=torch.float32 if q.dtype in _LOW_PRECISION else None).to(q.dtype)
+    if empty is not None:
+        p = p.masked_fill(empty, 0.0)
+    return p
+
+
+def _scale(q, scale):
+    return 1.0 / math.sqrt(q.shape[-1]) if scale is None else float(scale)
+
+
+def attention_weights(q, k, mask=None, is_causal=False, scale=None):
+    """P = softmax(Q K^T * scale) over visible keys, scale = 1/sqrt(d_k) by default; (..., L_q, L_k)."""
+    *_, L_q, L_k = check_attention(q, k, mask=mask)
+    return _attention_weights(q, k, _visible(mask, is_causal, L_q, L_k, q.device), _scale(q, scale))
+
+
+def scaled_dot_product_attention(q, k, v, mask=None, is_causal=False, scale=None):
+    """softmax(Q K^T * scale) V; q (..., L_q, d_k), k (..., L_k, d_k), v (..., L_k, d_v) -> (..., L_q, d_v)."""
+    *_, L_q, L_k = check_attention(q, k, v, mask=mask)
+    p = _attention_weights(q, k, _visible(mask, is_causal, L_q, L_k, q.device), _scale(q, scale))
+    return torch.matmul(p, v)  # (..., L_q, L_k) @ (..., L_k, d_v) -> (..., L_q, d_v)
+
+
+def split_heads(x, num_heads):
+    """(..., L, D) -> (..., H, L, D/H): head h gets features h*d_k:(h+1)*d_k."""
+    *lead, L, D = x.shape
+    d_k = check_num_heads(D, num_heads)
+    # the seed's .view, as .reshape so that a non-contiguous x works too
+    x = x.reshape(*lead, L, num_heads, d_k)  # (..., L, H, d_k)
+    return x.transpose(-3, -2)  # (..., H, L, d_k)
+
+
+def merge_heads(heads):
+    """(..., H, L, d) -> (..., L, H*d): out[..., l, h*d:(h+1)*d] = heads[..., h, l, :]."""
+    *lead, H, L, d = heads.shape
+    x = heads.transpose(-3, -2).contiguous()  # (..., L, H, d); view needs contiguous memory
+    return x.view(*lead, L, H * d)  # (..., L, H*d)
+
+
+def _linear(x, w, b):
+    """y = x W + b with W stored (in, out), as in the math's X W^Q."""
+    y = torch.matmul(x, w)
+    return y if b is None else y + b
+
+
+def multi_head_attention(query, key, value, weights, num_heads, mask=None, is_causal=False):
+    """Concat(head_1..head_H) W^O + b_O; query (B, L_q, D), key/value (B, L_k, D) -> (B, L_q, D)."""
+    d_k, _ = check_multi_head(query, key, value, weights, num_heads, mask)
+    B, L_q, D = query.shape
+    L_k = key.shape[1]
+
+    # 1) project: (B, L, D) -> (B, L, D), all H heads' D x d_k blocks in one D x D matrix
+    Q = _linear(query, weights["w_q"], weights.get("b_q"))  # (B, L_q, D)
+    K = _linear(key, weights["w_k"], weights.get("b_k"))  # (B, L_k, D)
+    V = _linear(value, weights["w_v"], weights.get("b_v"))  # (B, L_k, D)
+
+    # 2) split heads: (B, L, D) -> (B, L, H, d_k) -> (B, H, L, d_k)
+    Q = Q.view(B, L_q, num_heads, d_k).transpose(1, 2)  # (B, H, L_q, d_k)
+    K = K.view(B, L_k, num_heads, d_k).transpose(1, 2)  # (B, H, L_k, d_k)
+    V = V.view(B, L_k, num_heads, d_k).transpose(1, 2)  # (B, H, L_k, d_k)
+
+    # 3) attend: the mask broadcasts to (B, H, L_q, L_k)
+    p = _attention_weights(Q, K, _visible(mask, is_causal, L_q, L_k, query.device), 1.0 / math.sqrt(d_k))
+    out = torch.matmul(p, V)  # (B, H, L_q, L_k) @ (B, H, L_k, d_k) -> (B, H, L_q, d_k)
+
+    # 4) merge heads along the features: (B, H, L_q, d_k) -> (B, L_q, H, d_k) -> (B, L_q, D)
+    out = out.transpose(1, 2).contiguous().view(B, L_q, D)  # (B, L_q, D)
+
+    # 5) output projection
+    return _linear(out, weights["w_o"], weights.get("b_o"))  # (B, L_q, D)
+
+
+def layer_norm(x, gamma, beta, eps=1e-5):
+    """gamma * (x - mean) / sqrt(var + eps) + beta over the last axis, biased variance; (..., D) -> (..., D)."""
+    check_layer_norm(x, gamma, beta)
+    dtype = x.dtype
+    if dtype in _LOW_PRECISION:  # statistics in float32 (seed 001 §4.2)
+        x, gamma, beta = x.float(), gamma.float(), beta.float()
+    mean = x.mean(dim=-1, keepdim=True)  # (..., 1)
+    centred = x - mean  # (..., D); two passes, no E[x²] - E[x]² cancellation
+    # The centred row's own mean is the rounding error of the first mean; removing it
+    # (the corrected two-pass algorithm) keeps float32 rows with a large mean accurate.
+    centred = centred - centred.mean(dim=-1, keepdim=True)
+    var = (centred * centred).mean(dim=-1, keepdim=True)  # (..., 1), biased: divides by D
+    return (gamma * (centred / torch.sqrt(var + float(eps))) + beta).to(dtype)
+
+
+def sinusoidal_positional_encoding(length, d_model):
+    """PE[p, 2i] = sin(p ω_i), PE[p, 2i+1] = cos(p ω_i), ω_i = 10000^(-2i/D); (length, D) float64."""
+    p = torch.arange(length, dtype=torch.float64)[:, None]  # (length, 1)
+    two_i = torch.arange(0, d_model, 2, dtype=torch.float64)  # (ceil(D/2),): the exponent's 2i
+    angle = p / 10000.0 ** (two_i / d_model)  # (length, ceil(D/2))
+    pe = torch.zeros(length, d_model, dtype=torch.float64)
+    pe[:, 0::2] = torch.sin(angle)
+    pe[:, 1::2] = torch.cos(angle[:, : d_model // 2])  # odd D: the last column is a sin
+    return pe

@@ -1,0 +1,136 @@
+"""Multi-head attention on PyTorch's fused kernels; follows the contract of DESIGN.md.
+
+Built on `torch.nn.functional.scaled_dot_product_attention` and
+`torch.nn.functional.layer_norm`, with what PyTorch does differently handled here:
+
+- PyTorch's `is_causal` is top-left aligned (`j <= i`) and the contract's is bottom-right
+  (`j <= i + L_k - L_q`). They agree only for L_q == L_k, so `is_causal=True` is passed
+  through only then, with no mask; otherwise the bottom-right mask is built and ANDed with
+  the user's (PyTorch refuses `attn_mask` together with `is_causal=True`).
+- Its boolean `attn_mask` already means True = may attend (checked on torch 2.13).
+- A query with no visible key: torch 2.13 returns 0 there, with finite gradients, but that
+  is a property of the version and the backend, not a documented promise. Such rows are
+  given a harmless all-visible mask and zeroed afterwards, so the result and its gradient
+  are 0 whichever kernel runs.
+- The kernel returns no weights; `attention_weights` runs it with V = I, whose output is P.
+- LayerNorm of float16/bfloat16 runs in float32 (seed 001 §4.2) and is cast back; below float64
+  each row is centred before F.layer_norm, which alone loses digits on rows with a large mean.
+"""
+
+import math
+
+import torch
+import torch.nn.functional as F
+
+from reference.checks import check_attention, check_layer_norm, check_multi_head, check_num_heads
+
+BACKEND = "torch"
+DEVICE = "cpu"
+DTYPES = ("float64", "float32", "float16", "bfloat16")
+
+_LOW_PRECISION = (torch.float16, torch.bfloat16)
+
+
+def _attend(q, k, v, mask, is_causal, scale):
+    """F.scaled_dot_product_attention with the contract's mask, causal and empty-row rules; no input checks."""
+    L_q, L_k = q.shape[-2], k.shape[-2]
+    if mask is None and (not is_causal or L_q == L_k):
+        # nothing to correct: no mask, and PyTorch's causal triangle is ours when square
+        return F.scaled_dot_product_attention(q, k, v, is_causal=is_causal, scale=scale)
+    allowed = mask
+    if is_causal:
+        causal = torch.ones(L_q, L_k, dtype=torch.bool, device=q.device).tril(diagonal=L_k - L_q)  # bottom-right
+        allowed = causal if mask is None else mask & causal
+    empty = ~allowed.any(dim=-1, keepdim=True)  # (..., L_q, 1): no visible key
+    attn_mask = allowed | empty
+    if attn_mask.dim() < 2:  # the kernel wants at least (L_q, L_k); a (L_k,) mask is the same for every query
+        attn_mask = attn_mask.expand(L_q, L_k)  # (L_q, L_k)
+    out = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, scale=scale)  # (..., L_q, d_v)
+    return out.masked_fill(empty, 0.0)
+
+
+def _broadcast_leading(*xs):
+    """Expand q, k, v to their common leading dims (a view, no copy), for kernels that do not broadcast."""
+    lead = torch.broadcast_shapes(*(x.shape[:-2] for x in xs))
+    return tuple(x.expand(*lead, *x.shape[-2:]) for x in xs)  # each (*lead, L, d)
+
+
+def _scale(q, scale):
+    return 1.0 / math.sqrt(q.shape[-1]) if scale is None else float(scale)
+
+
+def scaled_dot_product_attention(q, k, v, mask=None, is_causal=False, scale=None):
+    """softmax(Q K^T * scale) V; q (..., L_q, d_k), k (..., L_k, d_k), v (..., L_k, d_v) -> (..., L_q, d_v)."""
+    check_attention(q, k, v, mask=mask)
+    q, k, v = _broadcast_leading(q, k, v)
+    return _attend(q, k, v, mask, is_causal, _scale(q, scale))
+
+
+def attention_weights(q, k, mask=None, is_causal=False, scale=None):
+    """P = softmax(Q K^T * scale) over visible keys, scale = 1/sqrt(d_k) by default; (..., L_q, L_k)."""
+    check_attention(q, k, mask=mask)
+    L_k = k.shape[-2]
+    eye = torch.eye(L_k, dtype=q.dtype, device=q.device)  # (L_k, L_k): P @ I = P
+    q, k, eye = _broadcast_leading(q, k, eye)
+    return _attend(q, k, eye, mask, is_causal, _scale(q, scale))  # (..., L_q, L_k)
+
+
+def split_heads(x, num_heads):
+    """(..., L, D) -> (..., H, L, D/H): head h gets features h*d_k:(h+1)*d_k."""
+    *lead, L, D = x.shape
+    d_k = check_num_heads(D, num_heads)
+    return x.reshape(*lead, L, num_heads, d_k).transpose(-3, -2)  # (..., H, L, d_k)
+
+
+def merge_heads(heads):
+    """(..., H, L, d) -> (..., L, H*d): out[..., l, h*d:(h+1)*d] = heads[..., h, l, :]."""
+    *lead, H, L, d = heads.shape
+    return heads.transpose(-3, -2).reshape(*lead, L, H * d)  # (..., L, H*d)
+
+
+def _linear(x, w, b):
+    """y = x W + b; F.linear wants nn.Linear's (out, in) weight, so it gets W^T (a view)."""
+    return F.linear(x, w.t(), b)
+
+
+def multi_head_attention(query, key, value, weights, num_heads, mask=None, is_causal=False):
+    """Concat(head_1..head_H) W^O + b_O; query (B, L_q, D), key/value (B, L_k, D) -> (B, L_q, D)."""
+    d_k, _ = check_multi_head(query, key, value, weights, num_heads, mask)
+    B, L_q, D = query.shape
+    L_k = key.shape[1]
+    H = num_heads
+    # 1) project, each input with its (D, D) matrix
+    q = _linear(query, weights["w_q"], weights.get("b_q")).view(B, L_q, H, d_k).transpose(1, 2)  # (B, H, L_q, d_k)
+    k = _linear(key, weights["w_k"], weights.get("b_k")).view(B, L_k, H, d_k).transpose(1, 2)  # (B, H, L_k, d_k)
+    v = _linear(value, weights["w_v"], weights.get("b_v")).view(B, L_k, H, d_k).transpose(1, 2)  # (B, H, L_k, d_k)
+    # 2) attend with the fused kernel; the mask broadcasts to (B, H, L_q, L_k)
+    heads = _attend(q, k, v, mask, is_causal, 1.0 / math.sqrt(d_k))  # (B, H, L_q, d_k)
+    # 3) concat along features, then W^O
+    concat = heads.transpose(1, 2).reshape(B, L_q, D)  # (B, L_q, H*d_k)
+    return _linear(concat, weights["w_o"], weights.get("b_o"))  # (B, L_q, D)
+
+
+def layer_norm(x, gamma, beta, eps=1e-5):
+    """gamma * (x - mean) / sqrt(var + eps) + beta over the last axis, biased variance; (..., D) -> (..., D)."""
+    check_layer_norm(x, gamma, beta)
+    D = x.shape[-1:]
+    if x.dtype == torch.float64:
+        return F.layer_norm(x, D, gamma, beta, float(eps))
+    # float32 inside, also for float16/bfloat16 inputs (seed 001 §4.2), then back
+    x32 = x.float()
+    # LN(x - c) = LN(x) for any per-row shift c. Removing the row mean first (exact in float32
+    # when the mean dominates the row) leaves F.layer_norm rows with a small mean: rows at
+    # 1e4 + unit noise then come out accurate to ~1e-7, not ~1e-3.
+    x32 = x32 - x32.mean(dim=-1, keepdim=True)  # (..., D)
+    return F.layer_norm(x32, D, gamma.float(), beta.float(), float(eps)).to(x.dtype)
+
+
+def sinusoidal_positional_encoding(length, d_model):
+    """PE[p, 2i] = sin(p ω_i), PE[p, 2i+1] = cos(p ω_i), ω_i = 10000^(-2i/D); (length, D) float64."""
+    p = torch.arange(length, dtype=torch.float64)[:, None]  # (length, 1)
+    two_i = torch.arange(0, d_model, 2, dtype=torch.float64)  # (ceil(D/2),): the exponent's 2i
+    angle = p / 10000.0 ** (two_i / d_model)  # (length, ceil(D/2))
+    pe = torch.empty(length, d_model, dtype=torch.float64)
+    pe[:, 0::2] = torch.sin(angle)
+    pe[:, 1::2] = torch.cos(angle[:, : d_model // 2])  # odd D: the last column is a sin
+    return pe
