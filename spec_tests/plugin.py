@@ -14,6 +14,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, settings
 
 from spec_tests.harness import arrays, context, loader, xfail
+from spec_tests.harness import claims as catalogue
 from spec_tests.harness import report as report_mod
 from spec_tests.harness.feedback import SpecFailure
 from spec_tests.harness.subject import NOT_APPLICABLE, NOT_IMPLEMENTED, Subject
@@ -46,6 +47,10 @@ def pytest_addoption(parser):
         help="implementation(s) to check: a stem under impls/ (torch_sdpa), a path to a .py file, "
              f"a module name, 'all', or a comma list. Default: all built-ins (or ${loader.ENV_VAR}).",
     )
+    group.addoption("--claim", action="append", default=[], metavar="ID",
+                    help="run only the tests of these claims (e.g. --claim MASK-4 or --claim MASK-4,MASK-5)")
+    group.addoption("--chapter", action="append", default=[], metavar="NAME",
+                    help="run only these chapters (sdpa, multi_head, masks, variable_length, layer_norm, ...)")
     group.addoption("--spec-report", metavar="PATH", default=None,
                     help="write every test's outcome and the status of every claim as JSON to PATH")
     group.addoption("--spec-traceback", action="store_true", default=False,
@@ -111,13 +116,27 @@ def claims_of(item) -> tuple[str, ...]:
     return tuple(dict.fromkeys(ids))
 
 
+def _wanted(config, name: str) -> set[str]:
+    return {v.strip() for opt in config.getoption(name) for v in opt.split(",") if v.strip()}
+
+
 def pytest_collection_modifyitems(config, items):
     explicit = config.stash[_EXPLICIT]
     xfails = config.stash[_XFAILS]
+    want_claims, want_chapters = _wanted(config, "--claim"), _wanted(config, "--chapter")
+    for cid in want_claims:
+        catalogue.get(cid)  # an unknown ID is a usage error, not an empty run
     keep, drop = [], []
     for item in items:
-        if explicit and item.get_closest_marker("meta"):
+        ids = claims_of(item)
+        if (explicit or want_claims or want_chapters) and item.get_closest_marker("meta"):
             drop.append(item)  # checking an implementation: the suite's own tests stay out of the way
+            continue
+        if want_claims and not want_claims.intersection(ids):
+            drop.append(item)
+            continue
+        if want_chapters and not {catalogue.get(i).chapter for i in ids} & want_chapters:
+            drop.append(item)
             continue
         keep.append(item)
         subject = _subject(item)

@@ -44,8 +44,11 @@ def test_normalised_rows_have_mean_zero_and_shrunk_variance(impl, case, eps):
     y = impl.layer_norm(case.x, case.gamma, case.beta, eps=eps)
     x = impl.round(case.x)
     var = x.var(axis=-1)
-    check.close(impl, y.mean(axis=-1), np.zeros(x.shape[:-1]), "each normalised row has mean 0", size=1.0)
-    check.close(impl, y.var(axis=-1), var / (var + eps), "each normalised row has variance var / (var + eps)", size=1.0)
+    # x - mean loses |mean| * eps in the input's precision: relative to the spread, that is the condition
+    condition = 1.0 + float((np.abs(x.mean(axis=-1)) / np.sqrt(var + eps)).max())
+    check.close(impl, y.mean(axis=-1), np.zeros(x.shape[:-1]), "each normalised row has mean 0", size=condition)
+    check.close(impl, y.var(axis=-1), var / (var + eps), "each normalised row has variance var / (var + eps)",
+                size=condition)
 
 
 # ---------------------------------------------------------------------------------- LN-3

@@ -1,0 +1,56 @@
+"""The commands a learner runs: the template run, a file outside the repository, the wrapper."""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+from spec_tests.harness import claims
+from spec_tests.meta.helpers import ROOT, run_suite
+
+CORE = {"sdpa", "multi_head", "masks", "variable_length", "layer_norm", "positional", "errors"}
+
+
+def test_untouched_template_reports_every_claim_not_implemented(tmp_path):
+    """The template: every claim 'not implemented', a non-zero exit, and no error from the suite itself."""
+    code, out, report = run_suite("--impl", "template", report=tmp_path / "r.json")
+    assert code == 1, f"expected pytest's 'tests failed' exit code 1, got {code}\n{out[-3000:]}"
+    assert " error" not in out.splitlines()[-1], f"the suite itself errored:\n{out[-3000:]}"
+    statuses = report["claims"]
+    core_claims = {c.id for c in claims.catalogue().values() if c.chapter in CORE}
+    assert core_claims - {"MHA-8", "MHA-9", "PE-4", "PE-5"} <= set(statuses), "claims missing from the summary"
+    wrong = {cid: s for cid, per in statuses.items() for s in per.values() if s not in ("not implemented", "not applicable")}
+    assert not wrong, f"claims not reported as not implemented: {wrong}"
+    assert "not implemented:" in out and "Traceback" not in out
+
+
+def test_a_file_outside_the_repository_is_checked_from_the_root(tmp_path):
+    """`pytest --impl ~/hw/attention.py`, a space and a path outside the repo, from the repository root."""
+    mine = tmp_path / "hw" / "attention.py"
+    mine.parent.mkdir()
+    mine.write_text(textwrap.dedent('''
+        """A learner's file: here it simply reuses a built-in implementation."""
+        from impls.numpy_fast import *  # noqa: F401,F403
+        from impls.numpy_fast import BACKEND, DTYPES  # noqa: F401
+    '''))
+    code, out, report = run_suite("--impl", str(mine), "--claim", "SDPA-1,MASK-4", report=tmp_path / "r.json")
+    assert code == 0, out[-3000:]
+    assert set(report["implementations"]) == {"attention"}
+    assert report["claims"]["SDPA-1"]["attention"] == "passed"
+
+
+def test_python_m_spec_tests_check(tmp_path):
+    mine = tmp_path / "mine.py"
+    mine.write_text("from impls.reference import *  # noqa: F401,F403\nBACKEND = 'numpy'\nDTYPES = ('float64',)\n")
+    proc = subprocess.run([sys.executable, "-m", "spec_tests", "check", str(mine), "--claim", "MHA-3", "-q"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=300, env={**os.environ, "CI": "1"})
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "MHA-3" in proc.stdout and "pass" in proc.stdout
+
+
+def test_a_learner_file_that_does_not_import_gets_a_clear_message(tmp_path):
+    broken = tmp_path / "broken.py"
+    broken.write_text("BACKEND = 'numpy'\ndef scaled_dot_product_attention(q, k, v:\n    pass\n")
+    code, out, _ = run_suite("--impl", str(broken))
+    assert code == 4, out[-2000:]  # pytest's usage-error exit code
+    assert "could not load the implementation" in out and "SyntaxError" in out
