@@ -7,6 +7,11 @@
     V ∈ R^{L_k × d_v}   one row per key
     P ∈ [0, 1]^{L_q × L_k}, each row a probability distribution over the visible keys
 
+An optional additive bias B ∈ R^{L_q × L_k} (float, broadcastable) joins the scores
+before the softmax, softmax(Q K^T · scale + B): it carries relative position biases
+(T5's bucketed table, ALiBi's slopes; `reference.t5_bias`, `reference.alibi`). An entry
+of -inf hides its key as a False mask entry would.
+
 Leading dimensions (batch, heads, ...) broadcast. The oracle computes in the
 dtype it is given: float64 when it serves as the oracle, float32 or float16
 when the harness runs it as the "naive reference in the same precision" that
@@ -38,22 +43,24 @@ def masked_softmax(scores: np.ndarray, allowed: np.ndarray) -> np.ndarray:
 
 
 # --8<-- [start:attention_weights]
-def attention_weights(q, k, mask=None, is_causal=False, scale=None):
-    """P = softmax(Q K^T * scale) over visible keys, scale = 1/sqrt(d_k) by default; (..., L_q, L_k)."""
-    scores_shape = check_attention(q, k, mask=mask)
+def attention_weights(q, k, mask=None, is_causal=False, scale=None, bias=None):
+    """P = softmax(Q K^T * scale + bias) over visible keys, scale = 1/sqrt(d_k) by default; (..., L_q, L_k)."""
+    scores_shape = check_attention(q, k, mask=mask, bias=bias)
     L_q, L_k = scores_shape[-2:]
     d_k = q.shape[-1]
     if scale is None:
         scale = 1.0 / math.sqrt(d_k)
     scores = (q @ np.swapaxes(k, -1, -2)) * scale  # (..., L_q, d_k) @ (..., d_k, L_k) -> (..., L_q, L_k)
+    if bias is not None:
+        scores = scores + bias  # (..., L_q, L_k); a -inf entry gets weight exp(-inf) = 0, like mask=False
     return masked_softmax(scores, visible(mask, is_causal, L_q, L_k))
 # --8<-- [end:attention_weights]
 
 
 # --8<-- [start:scaled_dot_product_attention]
-def scaled_dot_product_attention(q, k, v, mask=None, is_causal=False, scale=None):
-    """softmax(Q K^T * scale) V; q (..., L_q, d_k), k (..., L_k, d_k), v (..., L_k, d_v) -> (..., L_q, d_v)."""
-    check_attention(q, k, v, mask=mask)
-    p = attention_weights(q, k, mask=mask, is_causal=is_causal, scale=scale)  # (..., L_q, L_k)
+def scaled_dot_product_attention(q, k, v, mask=None, is_causal=False, scale=None, bias=None):
+    """softmax(Q K^T * scale + bias) V; q (..., L_q, d_k), k (..., L_k, d_k), v (..., L_k, d_v) -> (..., L_q, d_v)."""
+    check_attention(q, k, v, mask=mask, bias=bias)
+    p = attention_weights(q, k, mask=mask, is_causal=is_causal, scale=scale, bias=bias)  # (..., L_q, L_k)
     return p @ v  # (..., L_q, L_k) @ (..., L_k, d_v) -> (..., L_q, d_v)
 # --8<-- [end:scaled_dot_product_attention]

@@ -71,6 +71,8 @@ def check_attention(q, k, v=None, mask=None, bias=None) -> tuple[int, ...]:
     scores_shape = tuple(batch) + (int(q.shape[-2]), int(k.shape[-2]))
     check_mask(mask, scores_shape)
     if bias is not None:
+        if is_bool(bias):
+            raise ValueError("bias must be a float array added to the scores, got a boolean one: pass it as mask=")
         try:
             joint = np.broadcast_shapes(shape_of(bias), scores_shape)
         except ValueError:
@@ -122,3 +124,22 @@ def check_multi_head(query, key, value, weights, num_heads, mask=None, num_kv_he
     B, L_q, L_k = int(query.shape[0]), int(query.shape[1]), int(key.shape[1])
     check_mask(mask, (B, num_heads, L_q, L_k))
     return d_k, groups
+
+
+def check_rotary(x, positions) -> None:
+    """x (..., L, d) with d even; positions broadcastable to x.shape[:-1] (one position per row)."""
+    if len(x.shape) < 2:
+        raise ValueError(f"x must have at least 2 dimensions (..., L, d), got shape {shape_of(x)}")
+    d = int(x.shape[-1])
+    if d % 2 != 0:
+        raise ValueError(f"rotary embedding pairs features (2i, 2i+1), so d must be even, got x.shape[-1]={d}")
+    rows = shape_of(x)[:-1]
+    try:
+        joint = np.broadcast_shapes(shape_of(positions), rows)
+    except ValueError:
+        joint = None
+    if joint != rows:
+        raise ValueError(
+            f"positions of shape {shape_of(positions)} do not broadcast to x's rows {rows} (..., L): "
+            "give one position per row, e.g. shape (L,)"
+        )

@@ -12,10 +12,14 @@
 
 Computing the fused D × D projection and then splitting is the same as running
 H separate D × d_k projections (MHA-4); it is only faster.
+
+With num_kv_heads = G < H (grouped-query attention, `reference.grouped_query`),
+W^K and W^V are D × G·d_k and query head h reads K/V head h // (H / G).
 """
 
 from reference.attention import scaled_dot_product_attention
 from reference.checks import check_multi_head
+from reference.grouped_query import repeat_kv_heads
 from reference.heads import merge_heads, split_heads
 
 
@@ -26,15 +30,16 @@ def _project(x, w, b):
 
 
 # --8<-- [start:multi_head_attention]
-def multi_head_attention(query, key, value, weights, num_heads, mask=None, is_causal=False):
+def multi_head_attention(query, key, value, weights, num_heads, mask=None, is_causal=False, num_kv_heads=None):
     """Concat(head_1..head_H) W^O + b_O; query (B, L_q, D), key/value (B, L_k, D) -> (B, L_q, D)."""
-    check_multi_head(query, key, value, weights, num_heads, mask)
-    # 1) project: one fused D x D matrix holds all H heads' D x d_k blocks
+    _, G = check_multi_head(query, key, value, weights, num_heads, mask, num_kv_heads)
+    # 1) project: one fused D x D matrix holds all H heads' D x d_k blocks (D x G*d_k for K, V)
     q = _project(query, weights["w_q"], weights.get("b_q"))  # (B, L_q, D)
-    k = _project(key, weights["w_k"], weights.get("b_k"))  # (B, L_k, D)
-    v = _project(value, weights["w_v"], weights.get("b_v"))  # (B, L_k, D)
-    # 2) split: head h takes feature block h
-    q, k, v = (split_heads(t, num_heads) for t in (q, k, v))  # (B, H, L, d_k)
+    k = _project(key, weights["w_k"], weights.get("b_k"))  # (B, L_k, G*d_k)
+    v = _project(value, weights["w_v"], weights.get("b_v"))  # (B, L_k, G*d_k)
+    # 2) split: head h takes feature block h; K/V head g serves query heads g*H/G .. (g+1)*H/G - 1
+    q = split_heads(q, num_heads)  # (B, H, L_q, d_k)
+    k, v = (repeat_kv_heads(split_heads(t, G), num_heads) for t in (k, v))  # (B, G, L_k, d_k) -> (B, H, L_k, d_k)
     # 3) attend, every head at once; the mask broadcasts to (B, H, L_q, L_k)
     heads = scaled_dot_product_attention(q, k, v, mask=mask, is_causal=is_causal)  # (B, H, L_q, d_k)
     # 4) concat along features, then W^O maps H*d_k back to D
