@@ -7,11 +7,15 @@ test must pass here, or the test (not the implementation) is wrong.
 from reference import (
     attention_weights,
     layer_norm,
+    layer_norm_backward,
     merge_heads,
     multi_head_attention,
+    rotary_embedding,
     scaled_dot_product_attention,
+    scaled_dot_product_attention_backward,
     sinusoidal_positional_encoding,
     split_heads,
+    t5_relative_position_bucket,
 )
 
 BACKEND = "numpy"
@@ -22,9 +26,13 @@ __all__ = [
     "DTYPES",
     "attention_weights",
     "layer_norm",
+    "layer_norm_backward",
     "merge_heads",
     "multi_head_attention",
+    "rotary_embedding",
     "scaled_dot_product_attention",
+    "scaled_dot_product_attention_backward",
     "sinusoidal_positional_encoding",
     "split_heads",
+    "t5_relative_position_bucket",
 ]
