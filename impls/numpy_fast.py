@@ -23,14 +23,17 @@ BACKEND = "numpy"
 DTYPES = ("float64", "float32")
 
 
+# --8<-- [start:visible]
 def _visible(mask, is_causal, L_q, L_k):
     """mask AND (j <= i + L_k - L_q), broadcastable to (..., L_q, L_k); None when every key is visible."""
     if not is_causal:
         return mask
     causal = np.arange(L_k) <= np.arange(L_q)[:, None] + (L_k - L_q)  # (L_q, L_k), bottom-right aligned
     return causal if mask is None else np.logical_and(mask, causal)
+# --8<-- [end:visible]
 
 
+# --8<-- [start:softmax]
 def _softmax_inplace(s, allowed):
     """P = softmax(S) over visible keys, written into the fresh scores `s`; a row with no visible key is 0."""
     if allowed is not None:
@@ -44,6 +47,7 @@ def _softmax_inplace(s, allowed):
     z[z == 0] = 1.0  # such a row is all 0 and stays all 0
     np.divide(s, z, out=s)
     return s
+# --8<-- [end:softmax]
 
 
 def _weights(q, k, allowed, scale):
@@ -114,6 +118,7 @@ def _to_heads(y, n, H, d_k):
     return np.ascontiguousarray(y)  # (n, B, H, L, d_k)
 
 
+# --8<-- [start:multi_head_attention]
 def multi_head_attention(query, key, value, weights, num_heads, mask=None, is_causal=False):
     """Concat(head_1..head_H) W^O + b_O; query (B, L_q, D), key/value (B, L_k, D) -> (B, L_q, D)."""
     d_k, _ = check_multi_head(query, key, value, weights, num_heads, mask)
@@ -143,8 +148,10 @@ def multi_head_attention(query, key, value, weights, num_heads, mask=None, is_ca
     # 3) concat along features, then W^O maps H*d_k back to D
     concat = heads.transpose(0, 2, 1, 3).reshape(B, L_q, D)  # (B, L_q, H*d_k)
     return _linear(concat, w_o, b_o)  # (B, L_q, D)
+# --8<-- [end:multi_head_attention]
 
 
+# --8<-- [start:layer_norm]
 def layer_norm(x, gamma, beta, eps=1e-5):
     """gamma * (x - mean) / sqrt(var + eps) + beta over the last axis, biased variance; (..., D) -> (..., D)."""
     check_layer_norm(x, gamma, beta)
@@ -159,6 +166,7 @@ def layer_norm(x, gamma, beta, eps=1e-5):
     c *= gamma
     c += beta
     return c
+# --8<-- [end:layer_norm]
 
 
 def sinusoidal_positional_encoding(length, d_model):

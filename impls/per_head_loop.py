@@ -19,6 +19,7 @@ BACKEND = "numpy"
 DTYPES = ("float64", "float32")
 
 
+# --8<-- [start:visible]
 def _visible(mask, is_causal, L_q, L_k):
     """Which keys each query may see: mask AND (j <= i + L_k - L_q); (..., L_q, L_k) bool."""
     allowed = np.ones((L_q, L_k), dtype=bool)
@@ -29,8 +30,10 @@ def _visible(mask, is_causal, L_q, L_k):
             last = i + (L_k - L_q)  # the last key query i may see: the queries are the last L_q positions
             allowed[..., i, max(last + 1, 0) :] = False  # last < 0: it sees none
     return allowed
+# --8<-- [end:visible]
 
 
+# --8<-- [start:softmax]
 def _softmax_row(scores, allowed):
     """softmax of one row over its allowed keys; no allowed key -> all 0."""
     p = np.zeros_like(scores)
@@ -40,6 +43,7 @@ def _softmax_row(scores, allowed):
     e = np.exp(s - s.max())  # stabilised by the row's own maximum
     p[allowed] = e / e.sum()
     return p
+# --8<-- [end:softmax]
 
 
 def _attention_matrix(q, k, allowed, scale):
@@ -99,6 +103,7 @@ def _project(x, w, b):
     return y if b is None else y + b
 
 
+# --8<-- [start:multi_head_attention]
 def multi_head_attention(query, key, value, weights, num_heads, mask=None, is_causal=False):
     """Concat(head_1..head_H) W^O + b_O, head_h = Attention(Q W_h^Q, K W_h^K, V W_h^V); -> (B, L_q, D)."""
     d_k, _ = check_multi_head(query, key, value, weights, num_heads, mask)
@@ -118,6 +123,7 @@ def multi_head_attention(query, key, value, weights, num_heads, mask=None, is_ca
     # 3) concat along the features (not along L), then W^O fuses the heads back to D
     concat = np.concatenate(outputs, axis=-1)  # (B, L_q, H*d_k)
     return _project(concat, weights["w_o"], weights.get("b_o"))  # (B, L_q, D)
+# --8<-- [end:multi_head_attention]
 
 
 def layer_norm(x, gamma, beta, eps=1e-5):

@@ -31,14 +31,17 @@ DTYPES = ("float64", "float32", "float16", "bfloat16")
 _LOW_PRECISION = (torch.float16, torch.bfloat16)
 
 
+# --8<-- [start:visible]
 def _visible(mask, is_causal, L_q, L_k, device):
     """mask AND (j <= i + L_k - L_q), broadcastable to (..., L_q, L_k); None when every key is visible."""
     if not is_causal:
         return mask
     causal = torch.ones(L_q, L_k, dtype=torch.bool, device=device).tril(diagonal=L_k - L_q)  # bottom-right
     return causal if mask is None else mask & causal
+# --8<-- [end:visible]
 
 
+# --8<-- [start:softmax]
 def _attention_weights(q, k, allowed, scale):
     """softmax(Q K^T * scale) over the keys `allowed` lets through; no input checks."""
     scores = torch.matmul(q, k.transpose(-2, -1)) * scale  # (..., L_q, d_k) @ (..., d_k, L_k) -> (..., L_q, L_k)
@@ -54,6 +57,7 @@ def _attention_weights(q, k, allowed, scale):
     if empty is not None:
         p = p.masked_fill(empty, 0.0)
     return p
+# --8<-- [end:softmax]
 
 
 def _scale(q, scale):

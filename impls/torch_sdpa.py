@@ -31,6 +31,7 @@ DTYPES = ("float64", "float32", "float16", "bfloat16")
 _LOW_PRECISION = (torch.float16, torch.bfloat16)
 
 
+# --8<-- [start:attend]
 def _attend(q, k, v, mask, is_causal, scale):
     """F.scaled_dot_product_attention with the contract's mask, causal and empty-row rules; no input checks."""
     L_q, L_k = q.shape[-2], k.shape[-2]
@@ -47,6 +48,7 @@ def _attend(q, k, v, mask, is_causal, scale):
         attn_mask = attn_mask.expand(L_q, L_k)  # (L_q, L_k)
     out = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, scale=scale)  # (..., L_q, d_v)
     return out.masked_fill(empty, 0.0)
+# --8<-- [end:attend]
 
 
 def _broadcast_leading(*xs):
@@ -93,6 +95,7 @@ def _linear(x, w, b):
     return F.linear(x, w.t(), b)
 
 
+# --8<-- [start:multi_head_attention]
 def multi_head_attention(query, key, value, weights, num_heads, mask=None, is_causal=False):
     """Concat(head_1..head_H) W^O + b_O; query (B, L_q, D), key/value (B, L_k, D) -> (B, L_q, D)."""
     d_k, _ = check_multi_head(query, key, value, weights, num_heads, mask)
@@ -108,8 +111,10 @@ def multi_head_attention(query, key, value, weights, num_heads, mask=None, is_ca
     # 3) concat along features, then W^O
     concat = heads.transpose(1, 2).reshape(B, L_q, D)  # (B, L_q, H*d_k)
     return _linear(concat, weights["w_o"], weights.get("b_o"))  # (B, L_q, D)
+# --8<-- [end:multi_head_attention]
 
 
+# --8<-- [start:layer_norm]
 def layer_norm(x, gamma, beta, eps=1e-5):
     """gamma * (x - mean) / sqrt(var + eps) + beta over the last axis, biased variance; (..., D) -> (..., D)."""
     check_layer_norm(x, gamma, beta)
@@ -123,6 +128,7 @@ def layer_norm(x, gamma, beta, eps=1e-5):
     # 1e4 + unit noise then come out accurate to ~1e-7, not ~1e-3.
     x32 = x32 - x32.mean(dim=-1, keepdim=True)  # (..., D)
     return F.layer_norm(x32, D, gamma.float(), beta.float(), float(eps)).to(x.dtype)
+# --8<-- [end:layer_norm]
 
 
 def sinusoidal_positional_encoding(length, d_model):
