@@ -90,6 +90,7 @@ def yardstick(oracle_fn, args, kwargs, dtype: str):
     return map_arrays(out, lambda a: np.asarray(a).view(np.ndarray).astype(np.float64))
 
 
+# --8<-- [start:oracle_bound]
 def oracle_bound(dtype: str, expected, yard=None, scale: float | None = None) -> Bound:
     """How far an implementation in `dtype` may be from the float64 oracle's `expected`."""
     size = magnitude(expected) if scale is None else max(scale, magnitude(expected))
@@ -104,10 +105,13 @@ def oracle_bound(dtype: str, expected, yard=None, scale: float | None = None) ->
         FACTOR * yard_err + floor,
         f"{dtype}: {FACTOR:g} x naive {dtype} error {yard_err:.3g} + floor {FLOOR_ULPS:g} ulp x size {size:.3g}",
     )
+# --8<-- [end:oracle_bound]
 
 
+# --8<-- [start:relation_bound]
 def relation_bound(dtype: str, scale: float) -> Bound:
     """How far two results of one implementation may be apart when the math says they are equal."""
     if dtype == "float64":
         return Bound(F64_RTOL * scale, f"float64: {F64_RTOL:g} x size {scale:.3g}")
     return Bound(RELATION_ULPS * EPS[dtype] * scale, f"{dtype}: {RELATION_ULPS:g} ulp x size {scale:.3g}")
+# --8<-- [end:relation_bound]
