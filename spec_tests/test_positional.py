@@ -1,6 +1,8 @@
-"""Chapter: positional encodings (docs/positional.md). Claims PE-1 .. PE-3 (PE-4, PE-5: later chapters).
+"""Chapter: positional encodings (docs/positional.md). Claims PE-1 .. PE-5.
 
     PE[p, 2i] = sin(p / 10000^(2i/D)),   PE[p, 2i+1] = cos(p / 10000^(2i/D))      (seed 001 §5.2)
+    rope(x, m): pair (x[2i], x[2i+1]) rotated by m · base^(-2i/d)                 (RoPE, PE-4)
+    bias[i, j] = table[bucket(j - i)] added to the scores                         (T5, PE-5; ALiBi likewise)
 
 sin and cos interleave (even columns sin, odd columns cos). Each column pair turns at angular
 frequency ω_i = 10000^(-2i/D), so shifting by k positions is a rotation by k ω_i in every pair.
@@ -17,6 +19,7 @@ from hypothesis import strategies as st
 import reference
 from spec_tests.harness import check, tolerance
 from spec_tests.harness.arrays import KNOWN_FLOATS
+from spec_tests.harness.strategies import HEAD_DIMS, SEEDS, normal
 
 claim = pytest.mark.claim
 PE = "sinusoidal_positional_encoding"
@@ -95,3 +98,283 @@ def test_shifting_by_k_is_a_fixed_rotation(impl, length, d_model, k):
     bound = tolerance.relation_bound(dtype, float(length + k))
     check.compare(impl, pe[k:k + length], rotated, bound,
                   f"pe[p + {k}] is pe[p] rotated pairwise by the angles of pe[{k}], the same for every p")
+
+
+# ---------------------------------------------------------------------------------- PE-4
+ROPE = "rotary_embedding"
+PAIRS = st.integers(1, 8)  # d = 2 * pairs
+POSITIONS = st.integers(0, 200)
+
+
+def _rope_size(x, positions) -> float:
+    """Rounding an angle a moves the output by ~eps·|a|·|x|: the size is max|x| times the largest angle (θ_0 = 1)."""
+    return tolerance.magnitude(x) * max(1.0, float(np.abs(positions).max(initial=0)))
+
+
+@claim("PE-4")
+@given(seed=SEEDS, batch=st.lists(st.integers(1, 3), max_size=2).map(tuple), L=st.integers(1, 9), pairs=PAIRS,
+       start=POSITIONS, base=st.sampled_from([10000.0, 500.0]))
+@example(seed=0, batch=(), L=4, pairs=4, start=0, base=10000.0)
+def test_rotary_embedding_matches_oracle(impl, seed, batch, L, pairs, start, base):
+    """rope(x, m)[2i] = x[2i] cos(m θ_i) - x[2i+1] sin(m θ_i), [2i+1] = x[2i] sin + x[2i+1] cos, θ_i = base^(-2i/d)."""
+    x = normal(seed, (*batch, L, 2 * pairs))
+    positions = np.arange(start, start + L)
+    out = check.oracle(impl, ROPE, x, positions, base=base, size=_rope_size(x, positions))
+    check.shape(impl, out, x.shape, "rotary_embedding keeps the shape (..., L, d)")
+
+
+@claim("PE-4")
+@given(seed=SEEDS, L=st.integers(1, 9), pairs=PAIRS, data=st.data())
+def test_rotary_embedding_takes_any_positions(impl, seed, L, pairs, data):
+    """Positions need not be 0..L-1: any integers, one per row (a KV cache continues from its length)."""
+    positions = np.array(data.draw(st.lists(POSITIONS, min_size=L, max_size=L), label="positions"))
+    x = normal(seed, (2, L, 2 * pairs))
+    check.oracle(impl, ROPE, x, positions, size=_rope_size(x, positions))
+
+
+@claim("PE-4")
+@given(seed=SEEDS, L=st.integers(1, 9), pairs=PAIRS, start=POSITIONS)
+def test_rotary_embedding_preserves_norms(impl, seed, L, pairs, start):
+    """A rotation keeps lengths: |rope(x, m)| == |x| for every row."""
+    x = normal(seed, (3, L, 2 * pairs))
+    positions = np.arange(start, start + L)
+    out = impl.rotary_embedding(x, positions)
+    norms = np.linalg.norm(impl.round(x), axis=-1)
+    check.close(impl, np.linalg.norm(out, axis=-1), norms, "|rope(x, m)| == |x| for every row",
+                size=_rope_size(x, positions))
+
+
+@claim("PE-4")
+@given(seed=SEEDS, L=st.integers(1, 9), pairs=PAIRS)
+def test_position_zero_is_the_identity(impl, seed, L, pairs):
+    """rope(x, 0) == x exactly: every angle is 0, cos 0 = 1 and sin 0 = 0."""
+    x = normal(seed, (2, L, 2 * pairs))
+    out = impl.rotary_embedding(x, np.zeros(L, dtype=np.int64))
+    check.exactly(impl, out, impl.round(x), "rotary_embedding(x, positions=0) == x")
+
+
+@claim("PE-4")
+@given(seed=SEEDS, pairs=PAIRS, m=st.lists(POSITIONS, min_size=1, max_size=6),
+       n=st.lists(POSITIONS, min_size=1, max_size=6), shift=st.integers(1, 300))
+@example(seed=1, pairs=4, m=[0, 1, 2], n=[5, 0, 2, 7], shift=100)
+def test_rotated_scores_depend_only_on_the_offset(impl, seed, pairs, m, n, shift):
+    """<rope(q, m), rope(k, n)> is unchanged when every position is shifted by the same s: only m - n counts."""
+    m, n = np.array(m), np.array(n)
+    L_q, L_k = len(m), len(n)
+    q, k = normal(seed, (L_q, 2 * pairs)), normal(seed + 1, (L_k, 2 * pairs))
+    scores = impl.rotary_embedding(q, m) @ impl.rotary_embedding(k, n).T  # (L_q, L_k), in float64 here
+    shifted = impl.rotary_embedding(q, m + shift) @ impl.rotary_embedding(k, n + shift).T
+    biggest = max(m.max(), n.max()) + shift
+    size = float(np.abs(q).sum(axis=1).max() * np.abs(k).sum(axis=1).max()) * max(1.0, float(biggest))
+    check.close(impl, shifted, scores,
+                f"<rope(q, m), rope(k, n)> is unchanged when every position moves by {shift}", size=size)
+
+
+@claim("PE-4")
+@given(seed=SEEDS, L=st.integers(2, 9), pairs=PAIRS)
+def test_scores_of_repeated_vectors_are_toeplitz(impl, seed, L, pairs):
+    """One q and one k at every position 0..L-1: the score matrix S[i, j] = <rope(q, i), rope(k, j)> is constant along diagonals."""
+    q, k = np.tile(normal(seed, (1, 2 * pairs)), (L, 1)), np.tile(normal(seed + 1, (1, 2 * pairs)), (L, 1))
+    positions = np.arange(L)
+    s = impl.rotary_embedding(q, positions) @ impl.rotary_embedding(k, positions).T  # (L, L)
+    size = float(np.abs(q[0]).sum() * np.abs(k[0]).sum()) * L
+    check.close(impl, s[1:, 1:], s[:-1, :-1], "S[i + 1, j + 1] == S[i, j]: the scores depend on j - i only", size=size)
+
+
+@claim("PE-4")
+@given(seed=SEEDS, L=st.integers(1, 6), pairs=PAIRS, start=POSITIONS)
+def test_half_split_layout_is_a_feature_permutation(impl, seed, L, pairs, start):
+    """LLaMA's half-split RoPE (feature i pairs with i + d/2) is this interleaved RoPE on permuted features."""
+    d = 2 * pairs
+    x = normal(seed, (2, L, d))
+    positions = np.arange(start, start + L)
+    perm = reference.half_split_permutation(d)  # [0, d/2, 1, d/2 + 1, ...]
+    seen = impl.rotary_embedding(x[..., perm], positions)[..., np.argsort(perm)]
+    expected = reference.rotary_embedding_half_split(impl.round(x), positions)
+    check.compare(impl, seen, expected, tolerance.oracle_bound(impl.dtype, expected, scale=_rope_size(x, positions)),
+                  "rope(x[..., P], m)[..., P^-1] equals the half-split (rotate_half) layout, P = [0, d/2, 1, d/2+1, ...]")
+
+
+@claim("PE-4")
+@pytest.mark.parametrize("x_shape, positions_shape, names", [
+    ((2, 3, 5), (3,), ("5",)),
+    ((4, 7), (4,), ("7",)),
+    ((2, 3, 4), (5,), ("(5,)",)),
+])
+def test_rotary_embedding_bad_input_raises(impl, x_shape, positions_shape, names):
+    """An odd feature size cannot form pairs; positions must give one position per row."""
+    check.raises_value_error(impl, ROPE, (normal(0, x_shape), np.zeros(positions_shape, dtype=np.int64)), {},
+                             names=names)
+
+
+# ---------------------------------------------------------------------------------- PE-5
+T5 = "t5_relative_position_bucket"
+
+
+@st.composite
+def bucket_settings(draw):
+    """(bidirectional, num_buckets, max_distance) with max_distance beyond the exact range."""
+    bidirectional = draw(st.booleans(), label="bidirectional")
+    num_buckets = draw(st.sampled_from([4, 8, 10, 16, 32, 64]), label="num_buckets")
+    # beyond the exact range of either direction setting (num_buckets / 2 for causal), so log(max_distance / E) > 0
+    max_distance = draw(st.integers(num_buckets // 2 + 1, 300), label="max_distance")
+    return bidirectional, num_buckets, max_distance
+
+
+def _buckets(impl, n, bidirectional=True, num_buckets=32, max_distance=128) -> np.ndarray:
+    out = impl.t5_relative_position_bucket(np.asarray(n, dtype=np.int64), bidirectional=bidirectional,
+                                           num_buckets=num_buckets, max_distance=max_distance)
+    return np.asarray(out)
+
+
+@claim("PE-5")
+@given(settings=bucket_settings(), seed=SEEDS)
+def test_t5_buckets_match_oracle(impl, settings, seed):
+    """bucket(j - i) equals the oracle's for relative positions from -400 to 400, exactly (they are integers)."""
+    bidirectional, num_buckets, max_distance = settings
+    n = np.concatenate([np.arange(-40, 41), np.random.default_rng(seed).integers(-400, 401, 102)]).reshape(3, 61)
+    seen = _buckets(impl, n, bidirectional, num_buckets, max_distance)
+    expected = reference.t5_relative_position_bucket(n, bidirectional, num_buckets, max_distance)
+    check.exactly(impl, seen, expected,
+                  f"t5_relative_position_bucket(n, bidirectional={bidirectional}, num_buckets={num_buckets}, "
+                  f"max_distance={max_distance}) equals the oracle")
+
+
+@claim("PE-5")
+def test_t5_default_buckets_by_hand(impl):
+    """Defaults (32 buckets, 128): 16 per direction, 0..7 exact, then 8 + floor(2 log2(r / 8)), capped at 15.
+
+    r = 8 -> 8, 16 -> 10, 32 -> 12, 64 -> 14, 128 and beyond -> 15; keys after the query add 16.
+    Causal: 32 buckets for the past, 0..15 exact, 16 + floor(16 log(r/16) / log 8): 32 -> 21, 64 -> 26, 127 -> 31.
+    """
+    r = np.array([0, 1, 7, 8, 16, 32, 64, 127, 128, 1000])
+    by_hand = np.array([0, 1, 7, 8, 10, 12, 14, 15, 15, 15])
+    check.exactly(impl, _buckets(impl, -r), by_hand, "buckets of keys r positions before the query (n = -r)")
+    after = np.where(r > 0, by_hand + 16, 0)
+    check.exactly(impl, _buckets(impl, r), after, "keys r positions after the query use the upper 16 buckets")
+    causal = _buckets(impl, np.concatenate([-r, r[1:]]), bidirectional=False)
+    # causal: all 32 buckets for the past, 0..15 exact, then 16 + floor(16 log(r / 16) / log 8)
+    by_hand_causal = np.array([0, 1, 7, 8, 16, 21, 26, 31, 31, 31])
+    check.exactly(impl, causal, np.concatenate([by_hand_causal, np.zeros(9)]),
+                  "causal (bidirectional=False): 32 buckets for the past, 16 of them exact; every future key -> 0")
+
+
+@claim("PE-5")
+@given(settings=bucket_settings())
+def test_t5_small_distances_are_exact(impl, settings):
+    """Below E = (buckets per direction) / 2, each distance has its own bucket: bucket(-r) = r."""
+    bidirectional, num_buckets, max_distance = settings
+    per_direction = num_buckets // 2 if bidirectional else num_buckets
+    r = np.arange(per_direction // 2)
+    check.exactly(impl, _buckets(impl, -r, bidirectional, num_buckets, max_distance), r,
+                  f"bucket(-r) == r for r < {per_direction // 2}")
+    if bidirectional:
+        check.exactly(impl, _buckets(impl, r[1:], bidirectional, num_buckets, max_distance), r[1:] + per_direction,
+                      f"bucket(+r) == r + {per_direction} for 0 < r < {per_direction // 2}")
+
+
+@claim("PE-5")
+@given(settings=bucket_settings())
+def test_t5_far_buckets_grow_logarithmically_up_to_max_distance(impl, settings):
+    """Beyond the exact range buckets never decrease, doubling the distance adds about the same number of
+    buckets, and every distance at or beyond max_distance shares the last bucket."""
+    bidirectional, num_buckets, max_distance = settings
+    per_direction = num_buckets // 2 if bidirectional else num_buckets
+    exact = per_direction // 2
+    r = np.arange(0, 2 * max_distance + 10)
+    b = _buckets(impl, -r, bidirectional, num_buckets, max_distance)
+    check.holds(impl, bool((np.diff(b) >= 0).all()), "bucket(-r) never decreases as r grows",
+                [f"buckets for r = 0..: {b[:60].astype(int).tolist()}"], [b])
+    check.exactly(impl, b[max_distance:], np.full(len(r) - max_distance, per_direction - 1),
+                  f"every r >= max_distance={max_distance} is in the last bucket {per_direction - 1}")
+    check.holds(impl, bool(b[:max_distance].max() <= per_direction - 1), "buckets stay below the last one",
+                arrays=[b])
+    step = (per_direction - exact) * np.log(2) / np.log(max_distance / exact)  # buckets added per doubling
+    rr = np.arange(exact, max_distance // 2)
+    if rr.size:
+        added = b[2 * rr] - b[rr]
+        ok = bool((np.abs(added - step) <= 1.0 + 1e-9).all())
+        check.holds(impl, ok, f"doubling a distance in [{exact}, {max_distance}) adds {step:.3g} buckets (within 1)",
+                    [f"r = {rr.tolist()[:20]}", f"bucket(2r) - bucket(r) = {added.astype(int).tolist()[:20]}"], [b])
+
+
+@claim("PE-5")
+@given(settings=bucket_settings())
+def test_t5_bidirectional_and_causal_directions(impl, settings):
+    """Causal: every key after the query (n > 0) is bucket 0. Bidirectional: n > 0 uses the upper half,
+    n <= 0 the lower half, and the lower half is the causal bucketing with half the buckets."""
+    _, num_buckets, max_distance = settings
+    n = np.arange(-2 * max_distance, 2 * max_distance + 1)
+    causal = _buckets(impl, n, False, num_buckets, max_distance)
+    check.exactly(impl, causal[n > 0], np.zeros(int((n > 0).sum())), "causal: keys after the query all get bucket 0")
+    bi = _buckets(impl, n, True, num_buckets, max_distance)
+    half = num_buckets // 2
+    check.holds(impl, bool((bi[n > 0] >= half).all() and (bi[n <= 0] < half).all()),
+                f"bidirectional: n > 0 in buckets {half}..{num_buckets - 1}, n <= 0 in 0..{half - 1}", arrays=[bi])
+    past_as_causal = _buckets(impl, n[n <= 0], False, half, max_distance)
+    check.exactly(impl, bi[n <= 0], past_as_causal,
+                  f"bidirectional buckets of n <= 0 equal causal buckets with num_buckets={half}")
+
+
+@claim("PE-5")
+@given(settings=bucket_settings(), L_q=st.integers(1, 12), L_k=st.integers(1, 12), heads=st.integers(1, 3), seed=SEEDS)
+def test_t5_bias_matrix_depends_only_on_the_offset(impl, settings, L_q, L_k, heads, seed):
+    """bias[h, i, j] = table[h, bucket(j - i)] is Toeplitz: bias[h, i + 1, j + 1] == bias[h, i, j]."""
+    bidirectional, num_buckets, max_distance = settings
+    buckets = _buckets(impl, reference.relative_positions(L_q, L_k), bidirectional, num_buckets, max_distance)
+    check.holds(impl, bool(((buckets >= 0) & (buckets < num_buckets)).all()),
+                f"buckets lie in 0..{num_buckets - 1}", arrays=[buckets])
+    table = normal(seed, (heads, num_buckets))
+    bias = table[:, buckets.astype(np.int64)]  # (H, L_q, L_k)
+    check.exactly(impl, bias[:, 1:, 1:], bias[:, :-1, :-1], "the T5 bias is constant along every diagonal (j - i)")
+
+
+# -- the additive bias= of scaled_dot_product_attention, which carries T5 and ALiBi biases
+
+@claim("PE-5")
+@given(seed=SEEDS, heads=st.integers(1, 4), L_q=st.integers(1, 9), L_k=st.integers(1, 9), d=HEAD_DIMS,
+       is_causal=st.booleans(), kind=st.sampled_from(["t5", "alibi", "random"]))
+def test_sdpa_with_a_position_bias_matches_oracle(impl, seed, heads, L_q, L_k, d, is_causal, kind):
+    """softmax(Q K^T / sqrt(d_k) + bias) V with a (H, L_q, L_k) bias equals the oracle, with and without is_causal."""
+    if kind == "t5":
+        bias = reference.t5_bias(normal(seed + 5, (heads, 32)), L_q, L_k, bidirectional=not is_causal)
+    elif kind == "alibi":
+        bias = reference.alibi_bias(heads, L_q, L_k)
+    else:
+        bias = normal(seed + 5, (heads, L_q, L_k))
+    q, k, v = normal(seed, (2, heads, L_q, d)), normal(seed + 1, (2, heads, L_k, d)), normal(seed + 2, (2, heads, L_k, d))
+    check.oracle(impl, "scaled_dot_product_attention", q, k, v, is_causal=is_causal, bias=bias)
+
+
+@claim("PE-5")
+@given(seed=SEEDS, L_q=st.integers(1, 7), L_k=st.integers(1, 7), d=HEAD_DIMS, masked=st.booleans())
+def test_sdpa_bias_broadcasts_and_combines_with_the_mask(impl, seed, L_q, L_k, d, masked):
+    """A bias of shape (L_q, L_k) broadcasts over (B, H); a -inf entry hides its key exactly like mask=False."""
+    q, k, v = normal(seed, (2, 3, L_q, d)), normal(seed + 1, (2, 3, L_k, d)), normal(seed + 2, (2, 3, L_k, d)) + 3.0
+    bias = normal(seed + 3, (L_q, L_k))
+    hide = np.random.default_rng(seed + 4).random((L_q, L_k)) < 0.3
+    mask = np.random.default_rng(seed + 5).random((2, 1, L_q, L_k)) < 0.7 if masked else None
+    out = check.oracle(impl, "scaled_dot_product_attention", q, k, v, mask=mask, bias=np.where(hide, -np.inf, bias))
+    both = ~hide if mask is None else mask & ~hide
+    check.close(impl, out, impl.scaled_dot_product_attention(q, k, v, mask=both, bias=bias),
+                "bias=-inf at a key gives the same output as mask=False there", size=float(np.abs(v).max()))
+    p = impl.attention_weights(q, k, mask=mask, bias=np.where(hide, -np.inf, bias))
+    on_hidden = np.where(np.broadcast_to(hide, p.shape), p, 0.0)
+    check.exactly(impl, on_hidden, np.zeros_like(p), "the weight on a key with bias -inf is exactly 0")
+
+
+@claim("PE-5")
+@given(seed=SEEDS, heads=st.integers(1, 9), L=st.integers(1, 9), d=HEAD_DIMS)
+def test_alibi_bias_is_relative(impl, seed, heads, L, d):
+    """ALiBi's causal bias s_h (j - i) gives the same attention as s_h · j (BLOOM's form): softmax ignores a
+    constant per row, so only j - i matters. Its slopes are 2^(-8(h+1)/H) for H a power of two."""
+    q, k, v = normal(seed, (heads, L, d)), normal(seed + 1, (heads, L, d)), normal(seed + 2, (heads, L, d))
+    relative = reference.alibi_bias(heads, L, L)  # (H, L, L) = s_h (j - i)
+    absolute = reference.alibi_slopes(heads)[:, None, None] * np.arange(L)[None, None, :]  # s_h j, the same per row
+    a = check.oracle(impl, "scaled_dot_product_attention", q, k, v, is_causal=True, bias=relative)
+    b = impl.scaled_dot_product_attention(q, k, v, is_causal=True, bias=absolute)
+    size = tolerance.attention_size(q, k, v) + float(np.abs(absolute).max()) * float(np.abs(v).max())
+    check.close(impl, b, a, "ALiBi with s_h · j equals ALiBi with s_h · (j - i) under a causal mask", size=size)
+    if heads & (heads - 1) == 0:
+        check.exactly(impl, reference.alibi_slopes(heads), 2.0 ** (-8.0 * np.arange(1, heads + 1) / heads),
+                      f"ALiBi slopes for {heads} heads")
