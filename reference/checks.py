@@ -18,6 +18,7 @@ def is_bool(x) -> bool:
     return str(x.dtype) in ("bool", "torch.bool")
 
 
+# --8<-- [start:check_num_heads]
 def check_num_heads(d_model: int, num_heads: int) -> int:
     """Return d_k = d_model / num_heads, or raise if the heads do not tile d_model."""
     if num_heads < 1:
@@ -29,8 +30,10 @@ def check_num_heads(d_model: int, num_heads: int) -> int:
             "so the heads cannot split the features evenly"
         )
     return d_model // num_heads
+# --8<-- [end:check_num_heads]
 
 
+# --8<-- [start:check_mask]
 def check_mask(mask, scores_shape: tuple[int, ...]) -> None:
     """A mask is boolean (True = may attend) and broadcasts to the scores' shape."""
     if mask is None:
@@ -46,6 +49,7 @@ def check_mask(mask, scores_shape: tuple[int, ...]) -> None:
             f"mask of shape {shape_of(mask)} does not broadcast to the attention "
             f"scores' shape {scores_shape} (..., L_q, L_k)"
         )
+# --8<-- [end:check_mask]
 
 
 def check_attention(q, k, v=None, mask=None, bias=None) -> tuple[int, ...]:
