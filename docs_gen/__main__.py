@@ -1,0 +1,126 @@
+"""python -m docs_gen [--run] [--katex] [--spec-report PATH] [--benchmark-json PATH]: see docs_gen/__init__.py."""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from docs_gen import ARTIFACTS, DOCS, FRAGMENTS, ROOT, benchmarks, claims_pages, conformance
+
+SPEC_REPORT = ARTIFACTS / "spec-report.json"
+BENCH_JSON = ARTIFACTS / "benchmarks.json"
+BENCH_DIR = ROOT / "spec_tests" / "benchmarks"
+# The conformance run: every built-in that can run here, and the untouched template, whose row
+# shows what a learner's first run looks like. -n 2: pytest-xdist over two cores.
+SPEC_ARGS = ["--impl", "all,template", "-n", "2", "-q", "-p", "no:cacheprovider", "--no-claim-summary"]
+BENCH_ARGS = ["-q", "-p", "no:cacheprovider", "--benchmark-only"]
+KATEX_FILES = ["katex.min.js", "katex.min.css", "fonts", "contrib/auto-render.min.js"]
+
+
+def _command_file(json_path: Path) -> Path:
+    return json_path.with_suffix(".command.txt")
+
+
+def run_spec(path: Path) -> str:
+    """Run the whole specification with a JSON report; a failing implementation is data, not an error."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    args = ["pytest", *SPEC_ARGS, "--spec-report", str(path.relative_to(ROOT))]
+    print("docs_gen: " + shlex.join(args), flush=True)
+    code = subprocess.call([sys.executable, "-m", *args], cwd=ROOT)
+    if not path.exists():
+        raise SystemExit(f"docs_gen: the suite wrote no report (pytest exit code {code})")
+    _command_file(path).write_text(shlex.join(args) + "\n")
+    return shlex.join(args)
+
+
+def run_benchmarks(path: Path, extra: list[str]) -> str | None:
+    if not BENCH_DIR.exists() or not any(BENCH_DIR.glob("bench_*.py")):
+        print(f"docs_gen: no benchmark suite at {BENCH_DIR.relative_to(ROOT)}/bench_*.py; skipping", flush=True)
+        return None
+    path.parent.mkdir(parents=True, exist_ok=True)
+    files = sorted(str(p.relative_to(ROOT)) for p in BENCH_DIR.glob("bench_*.py"))
+    args = ["pytest", *files, *BENCH_ARGS, *extra, "--benchmark-json", str(path.relative_to(ROOT))]
+    print("docs_gen: " + shlex.join(args), flush=True)
+    code = subprocess.call([sys.executable, "-m", *args], cwd=ROOT)
+    if code != 0 or not path.exists():
+        raise SystemExit(f"docs_gen: the benchmark run failed (pytest exit code {code})")
+    _command_file(path).write_text(shlex.join(args) + "\n")
+    return shlex.join(args)
+
+
+def install_katex() -> Path:
+    """KaTeX from the npm registry (version pinned in docs_gen/package-lock.json), copied into the docs."""
+    npm = shutil.which("npm")
+    if npm is None:
+        raise SystemExit("docs_gen: npm is needed to install KaTeX (Debian: apt-get install npm)")
+    here = ROOT / "docs_gen"
+    subprocess.check_call([npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"], cwd=here)
+    dist = here / "node_modules" / "katex" / "dist"
+    target = DOCS / "assets" / "katex"
+    if target.exists():
+        shutil.rmtree(target)
+    for name in KATEX_FILES:
+        src, dst = dist / name, target / name
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        if src.is_dir():
+            shutil.copytree(src, dst)
+        else:
+            shutil.copy2(src, dst)
+    print(f"docs_gen: KaTeX copied to {target.relative_to(ROOT)}", flush=True)
+    return target
+
+
+def _recorded_command(path: Path) -> str | None:
+    f = _command_file(path)
+    return f.read_text().strip() if f.exists() else None
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m docs_gen", description=__doc__)
+    p.add_argument("--run", action="store_true",
+                   help="run the suite and the benchmarks first, writing the two JSON files below")
+    p.add_argument("--katex", action="store_true", help="install KaTeX (npm) into docs/assets/katex for offline math")
+    p.add_argument("--spec-report", type=Path, default=SPEC_REPORT, help=f"default: {SPEC_REPORT.relative_to(ROOT)}")
+    p.add_argument("--benchmark-json", type=Path, default=BENCH_JSON, help=f"default: {BENCH_JSON.relative_to(ROOT)}")
+    p.add_argument("--bench-arg", action="append", default=[], metavar="ARG",
+                   help="extra argument for the benchmark run (repeatable), e.g. --bench-arg=--impl=numpy_fast")
+    args = p.parse_args(argv)
+    spec_report, bench_json = args.spec_report.resolve(), args.benchmark_json.resolve()
+
+    if args.katex:
+        install_katex()
+    spec_cmd = bench_cmd = None
+    if args.run:
+        spec_cmd = run_spec(spec_report)
+        bench_cmd = run_benchmarks(bench_json, args.bench_arg)
+
+    written = claims_pages.write_all(DOCS, FRAGMENTS)
+    print(f"docs_gen: {len(written)} claim, pitfall and test-source pages", flush=True)
+
+    if spec_report.exists():
+        conformance.write(spec_report, DOCS / "conformance.md", spec_cmd or _recorded_command(spec_report))
+        print(f"docs_gen: docs/conformance.md from {spec_report}", flush=True)
+    elif not (DOCS / "conformance.md").exists():
+        raise SystemExit(f"docs_gen: no spec report at {spec_report}; run `python -m docs_gen --run`")
+    else:
+        print(f"docs_gen: no spec report at {spec_report}; docs/conformance.md left as it is", flush=True)
+
+    assets = DOCS / "assets" / "benchmarks"
+    if bench_json.exists():
+        benchmarks.write(bench_json, DOCS / "benchmarks.md", assets, bench_cmd or _recorded_command(bench_json))
+        print(f"docs_gen: docs/benchmarks.md and {assets.relative_to(ROOT)}/*.svg from {bench_json}", flush=True)
+    elif not (DOCS / "benchmarks.md").exists():
+        benchmarks.placeholder(DOCS / "benchmarks.md", "The benchmark suite (`spec_tests/benchmarks/`) has not been "
+                               "run for this build. `python -m docs_gen --run` runs it and fills this page.")
+        print("docs_gen: no benchmark JSON; docs/benchmarks.md says so", flush=True)
+    else:
+        print(f"docs_gen: no benchmark JSON at {bench_json}; docs/benchmarks.md left as it is", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,132 @@
+"""docs/conformance.md: implementation x claim, from a pytest `--spec-report` JSON (spec_tests/harness/report.py)."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter, defaultdict
+from pathlib import Path
+
+from docs_gen import GENERATED_NOTE
+from docs_gen.claims_pages import text
+from docs_gen.spec_source import load_catalogue
+
+# status (report.py) -> (cell text, css class)
+CELLS = {
+    "passed": ("pass", "pass"),
+    "failed": ("FAIL", "fail"),
+    "expected failure": ("xfail", "xfail"),
+    "not implemented": ("not impl", "notimpl"),
+    "partly implemented": ("partial", "notimpl"),
+    "not applicable": ("n/a", "na"),
+    "unavailable": ("unavail", "unavail"),
+    "skipped": ("skip", "na"),
+}
+LEGEND = [
+    ("passed", "every test of the claim passed, in every dtype the implementation declares"),
+    ("failed", "at least one test failed: the implementation breaks the claim"),
+    ("expected failure", "a known, documented failure (`spec_tests/xfail/<implementation>.txt`), with its reason below"),
+    ("not implemented", "the implementation lacks the function (or it raises NotImplementedError)"),
+    ("partly implemented", "some of the claim's tests need a function or keyword it lacks"),
+    ("not applicable", "the claim does not apply (for instance, gradients of a NumPy implementation)"),
+    ("unavailable", "the implementation cannot run on the machine of this run (a missing package or GPU)"),
+]
+
+
+def cell(status: str | None) -> str:
+    if status is None:
+        return '<span class="spec-cell spec-none">-</span>'
+    label, css = CELLS.get(status, (status, "na"))
+    return f'<span class="spec-cell spec-{css}" title="{status}">{label}</span>'
+
+
+def render(report: dict, source: str = "a pytest --spec-report JSON", command: str | None = None) -> str:
+    chapters, claims = load_catalogue()
+    impls = list(report.get("implementations", {}))
+    table: dict[str, dict[str, str]] = report.get("claims", {})
+    machine, versions = report.get("machine", {}), report.get("versions", {})
+    out = [GENERATED_NOTE.format(source=source), "", "# Conformance matrix", ""]
+    out += ["Every implementation under `impls/` against every claim of the specification, from one real run",
+            "of the suite. A claim's cell combines all its tests over all the dtypes the implementation declares.",
+            "Claim IDs link to the chapter that states them.", ""]
+    out += ['!!! abstract "This run"', ""]
+    out.append(f"    - **Date:** {report.get('created', '?')}")
+    if command:
+        out.append(f"    - **Command:** `{command}`")
+    out.append(f"    - **Machine:** {text(machine.get('platform', '?'))}, {machine.get('processor', '?')}, "
+               f"{machine.get('cpus', '?')} CPUs")
+    out.append("    - **Versions:** " + ", ".join(f"{k} {v}" for k, v in versions.items()))
+    n_tests = len(report.get("tests", []))
+    counts = Counter(t["outcome"] for t in report.get("tests", []))
+    out.append(f"    - **Tests run:** {n_tests} (" + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())) + ")")
+    out.append("")
+
+    out += ["## Implementations", "", "| implementation | backend | device | dtypes | claims passed | state |",
+            "| --- | --- | --- | --- | --- | --- |"]
+    for name, info in report.get("implementations", {}).items():
+        statuses = [per.get(name) for per in table.values() if per.get(name)]
+        passed = sum(s == "passed" for s in statuses)
+        state = f"unavailable: {text(info['unavailable'])}" if info.get("unavailable") else "ran"
+        out.append(f"| `{name}` | {info.get('backend', '?')} | {info.get('device', '?')} | "
+                   f"{', '.join(info.get('dtypes', []))} | {passed} of {len(statuses)} | {state} |")
+    out.append("")
+
+    out += ["## Legend", ""]
+    for status, meaning in LEGEND:
+        out.append(f"- {cell(status)} {meaning}")
+    out += [f"- {cell(None)} no test of this claim ran for this implementation (the claim has no test yet)", ""]
+
+    out += ["## Claims", ""]
+    for ch in chapters.values():
+        mine = [c for c in claims.values() if c.chapter == ch.id]
+        if not mine:
+            continue
+        out += [f"### {ch.title}", "", "| claim | statement | " + " | ".join(f"`{i}`" for i in impls) + " |",
+                "| --- | --- | " + " | ".join("---" for _ in impls) + " |"]
+        for c in mine:
+            per = table.get(c.id, {})
+            cells = " | ".join(cell(per.get(i)) for i in impls)
+            out.append(f"| [{c.id}]({ch.page}#{c.anchor}) | {text(c.summary)} | {cells} |")
+        out.append("")
+
+    unknown = sorted(set(table) - set(claims))
+    if unknown:
+        out += ["Claims in the report but not in `spec_tests/claims.toml`: " + ", ".join(unknown), ""]
+
+    xfails = _by_message(report, "expected failure")
+    out += ["## Expected failures", ""]
+    if xfails:
+        out += ["Known failures, each declared in `spec_tests/xfail/<implementation>.txt` with its reason:", ""]
+        out += _message_table(xfails)
+    else:
+        out += ["None in this run.", ""]
+    failures = _by_message(report, "failed")
+    out += ["## Failures", ""]
+    if failures:
+        out += ["Tests that failed in this run, with the first line of their message:", ""]
+        out += _message_table(failures)
+    else:
+        out += ["None in this run.", ""]
+    return "\n".join(out).rstrip() + "\n"
+
+
+def _by_message(report: dict, outcome: str) -> dict[tuple[str, str, str], list[str]]:
+    """(implementation, test, first line of message) -> dtypes, for one outcome."""
+    grouped: dict[tuple[str, str, str], list[str]] = defaultdict(list)
+    for t in report.get("tests", []):
+        if t["outcome"] == outcome:
+            first = next((ln.strip() for ln in t.get("message", "").splitlines() if ln.strip()), "")
+            grouped[(t["impl"], t["test"], first[:200])].append(t.get("dtype", ""))
+    return grouped
+
+
+def _message_table(grouped) -> list[str]:
+    rows = ["| implementation | test | dtypes | message |", "| --- | --- | --- | --- |"]
+    for (impl, test, msg), dtypes in sorted(grouped.items()):
+        rows.append(f"| `{impl}` | `{test}` | {', '.join(sorted(set(dtypes)))} | {text(msg)} |")
+    return rows + [""]
+
+
+def write(report_path: Path, page: Path, command: str | None = None) -> Path:
+    report = json.loads(report_path.read_text(encoding="utf-8"))
+    page.write_text(render(report, source=f"the spec report {report_path.name}", command=command), encoding="utf-8")
+    return page
