@@ -17,7 +17,7 @@ import math
 
 import numpy as np
 
-from reference.checks import check_attention, check_layer_norm, check_multi_head, check_num_heads
+from reference.checks import check_attention, check_layer_norm, check_multi_head, check_num_heads, check_rotary
 
 BACKEND = "numpy"
 DTYPES = ("float64", "float32")
@@ -39,8 +39,7 @@ def _softmax_inplace(s, allowed):
     if allowed is not None:
         np.copyto(s, -np.inf, where=~allowed)  # exp(-inf) is an exact 0 weight
     m = s.max(axis=-1, keepdims=True)  # (..., L_q, 1), each row stabilised by its own maximum
-    if allowed is not None:
-        m[np.isneginf(m)] = 0.0  # no visible key: -inf - -inf would be NaN
+    m[np.isneginf(m)] = 0.0  # no visible key (masked, or a bias of -inf): -inf - -inf would be NaN
     np.subtract(s, m, out=s)
     np.exp(s, out=s)
     z = s.sum(axis=-1, keepdims=True)  # (..., L_q, 1); 0 only where no key is visible
@@ -50,11 +49,16 @@ def _softmax_inplace(s, allowed):
 # --8<-- [end:softmax]
 
 
-def _weights(q, k, allowed, scale):
-    """softmax(Q K^T * scale) restricted to `allowed`; (..., L_q, L_k), no input checks."""
+def _weights(q, k, allowed, scale, bias=None):
+    """softmax(Q K^T * scale + bias) restricted to `allowed`; (..., L_q, L_k), no input checks."""
     s = q @ np.swapaxes(k, -1, -2)  # (..., L_q, L_k), a fresh array we may overwrite
     if scale != 1.0:
         s *= scale
+    if bias is not None:
+        if np.broadcast_shapes(s.shape, bias.shape) == s.shape:
+            s += bias  # in place on our own scores
+        else:
+            s = s + bias  # the bias has more leading dims than q and k: a new, larger array
     return _softmax_inplace(s, allowed)
 
 
@@ -62,18 +66,18 @@ def _default_scale(d_k, scale):
     return 1.0 / math.sqrt(d_k) if scale is None else float(scale)
 
 
-def attention_weights(q, k, mask=None, is_causal=False, scale=None):
-    """P = softmax(Q K^T * scale) over visible keys, scale = 1/sqrt(d_k) by default; (..., L_q, L_k)."""
-    *_, L_q, L_k = check_attention(q, k, mask=mask)
+def attention_weights(q, k, mask=None, is_causal=False, scale=None, bias=None):
+    """P = softmax(Q K^T * scale + bias) over visible keys, scale = 1/sqrt(d_k) by default; (..., L_q, L_k)."""
+    *_, L_q, L_k = check_attention(q, k, mask=mask, bias=bias)
     scale = _default_scale(q.shape[-1], scale)
-    return _weights(q, k, _visible(mask, is_causal, L_q, L_k), scale)
+    return _weights(q, k, _visible(mask, is_causal, L_q, L_k), scale, bias)
 
 
-def scaled_dot_product_attention(q, k, v, mask=None, is_causal=False, scale=None):
-    """softmax(Q K^T * scale) V; q (..., L_q, d_k), k (..., L_k, d_k), v (..., L_k, d_v) -> (..., L_q, d_v)."""
-    *_, L_q, L_k = check_attention(q, k, v, mask=mask)
+def scaled_dot_product_attention(q, k, v, mask=None, is_causal=False, scale=None, bias=None):
+    """softmax(Q K^T * scale + bias) V; q (..., L_q, d_k), k (..., L_k, d_k), v (..., L_k, d_v) -> (..., L_q, d_v)."""
+    *_, L_q, L_k = check_attention(q, k, v, mask=mask, bias=bias)
     scale = _default_scale(q.shape[-1], scale)
-    p = _weights(q, k, _visible(mask, is_causal, L_q, L_k), scale)  # (..., L_q, L_k)
+    p = _weights(q, k, _visible(mask, is_causal, L_q, L_k), scale, bias)  # (..., L_q, L_k)
     return p @ v  # (..., L_q, d_v); a zero row of P gives a zero row
 
 
@@ -119,31 +123,42 @@ def _to_heads(y, n, H, d_k):
 
 
 # --8<-- [start:multi_head_attention]
-def multi_head_attention(query, key, value, weights, num_heads, mask=None, is_causal=False):
-    """Concat(head_1..head_H) W^O + b_O; query (B, L_q, D), key/value (B, L_k, D) -> (B, L_q, D)."""
-    d_k, _ = check_multi_head(query, key, value, weights, num_heads, mask)
+def multi_head_attention(query, key, value, weights, num_heads, mask=None, is_causal=False, num_kv_heads=None):
+    """Concat(head_1..head_H) W^O + b_O; query (B, L_q, D), key/value (B, L_k, D) -> (B, L_q, D).
+
+    num_kv_heads = G < H (grouped-query attention): W^K, W^V are (D, G*d_k) and query head h
+    reads K/V head h // (H/G). The K/V heads are never repeated: the H/G query heads of a
+    group are stacked into one taller query matrix against their shared K/V head.
+    """
+    d_k, G = check_multi_head(query, key, value, weights, num_heads, mask, num_kv_heads)
     B, L_q, D = query.shape
     L_k = key.shape[1]
     H = num_heads
+    r = H // G  # query heads per K/V head
     w_q, w_k, w_v, w_o = (weights[n] for n in ("w_q", "w_k", "w_v", "w_o"))
     b_q, b_k, b_v, b_o = (weights.get(n) for n in ("b_q", "b_k", "b_v", "b_o"))
 
     # 1) project: one GEMM per distinct input array, each with all its heads' columns
-    if query is key and key is value:
+    if query is key and key is value and G == H:
         q, k, v = _to_heads(_linear(query, *_fused((w_q, w_k, w_v), (b_q, b_k, b_v))), 3, H, d_k)  # 3 x (B, H, L, d_k)
     else:
         (q,) = _to_heads(_linear(query, w_q, b_q), 1, H, d_k)  # (B, H, L_q, d_k)
         if key is value:
-            k, v = _to_heads(_linear(key, *_fused((w_k, w_v), (b_k, b_v))), 2, H, d_k)  # 2 x (B, H, L_k, d_k)
+            k, v = _to_heads(_linear(key, *_fused((w_k, w_v), (b_k, b_v))), 2, G, d_k)  # 2 x (B, G, L_k, d_k)
         else:
-            (k,) = _to_heads(_linear(key, w_k, b_k), 1, H, d_k)  # (B, H, L_k, d_k)
-            (v,) = _to_heads(_linear(value, w_v, b_v), 1, H, d_k)  # (B, H, L_k, d_k)
+            (k,) = _to_heads(_linear(key, w_k, b_k), 1, G, d_k)  # (B, G, L_k, d_k)
+            (v,) = _to_heads(_linear(value, w_v, b_v), 1, G, d_k)  # (B, G, L_k, d_k)
 
     # 2) attend, all heads in one batched matmul; the scale goes into q (L_q x d_k numbers,
     # our own copy) rather than into the L_q x L_k scores
     q *= 1.0 / math.sqrt(d_k)
-    p = _weights(q, k, _visible(mask, is_causal, L_q, L_k), 1.0)  # (B, H, L_q, L_k)
-    heads = p @ v  # (B, H, L_q, d_k)
+    allowed = _visible(mask, is_causal, L_q, L_k)  # broadcastable to (B, H, L_q, L_k)
+    if r > 1:  # heads g*r .. g*r + r-1 share K/V head g: stack their queries (and mask rows)
+        q = q.reshape(B, G, r * L_q, d_k)  # a view: q is contiguous (B, H, L_q, d_k)
+        if allowed is not None:
+            allowed = np.broadcast_to(allowed, (B, H, L_q, L_k)).reshape(B, G, r * L_q, L_k)
+    p = _weights(q, k, allowed, 1.0)  # (B, G, r*L_q, L_k)
+    heads = (p @ v).reshape(B, H, L_q, d_k)  # (B, H, L_q, d_k)
 
     # 3) concat along features, then W^O maps H*d_k back to D
     concat = heads.transpose(0, 2, 1, 3).reshape(B, L_q, D)  # (B, L_q, H*d_k)
@@ -178,3 +193,84 @@ def sinusoidal_positional_encoding(length, d_model):
     np.sin(angle, out=pe[:, 0::2])
     np.cos(angle[:, : d_model // 2], out=pe[:, 1::2])  # odd D: the last column is a sin
     return pe
+
+
+def rotary_embedding(x, positions, base=10000.0):
+    """RoPE on interleaved pairs, as complex numbers: (x[2i] + i x[2i+1]) · e^{i m θ_i}; (..., L, d) -> (..., L, d)."""
+    check_rotary(x, positions)
+    d = x.shape[-1]
+    theta = float(base) ** (-np.arange(0, d, 2) / d)  # (d/2,), float64
+    angle = np.asarray(positions, dtype=np.float64)[..., None] * theta  # (..., L, d/2): angles in float64
+    pairs = x.reshape(*x.shape[:-1], d // 2, 2)  # (..., L, d/2, 2)
+    z = pairs[..., 0] + 1j * pairs[..., 1]  # complex64 for float32 x, complex128 for float64
+    z = z * np.exp(1j * angle).astype(z.dtype)  # one complex multiply rotates each pair
+    out = np.stack([z.real, z.imag], axis=-1)  # (..., L, d/2, 2)
+    return out.reshape(*out.shape[:-2], d).astype(x.dtype, copy=False)
+
+
+def t5_relative_position_bucket(relative_position, bidirectional=True, num_buckets=32, max_distance=128):
+    """T5's bucket of n = j - i, by lookup: the bucket of every distance 0..max_distance is tabulated once."""
+    n = np.asarray(relative_position, dtype=np.int64)
+    per_direction = num_buckets // 2 if bidirectional else num_buckets
+    exact = per_direction // 2
+    table = np.arange(max_distance + 1)  # (M + 1,): distances below E are their own bucket
+    far = table[exact:]  # a view: the logarithmic range E..M, rewritten in place
+    far[:] = np.minimum(exact + np.floor(np.log(far / exact) / np.log(max_distance / exact) * (per_direction - exact)),
+                        per_direction - 1)
+    if bidirectional:
+        return np.where(n > 0, per_direction, 0) + table[np.minimum(np.abs(n), max_distance)]
+    return table[np.minimum(np.maximum(-n, 0), max_distance)]
+
+
+def layer_norm_backward(dy, x, gamma, eps=1e-5):
+    """(dx, dgamma, dbeta) of LayerNorm given dy: dx = (D g - Σg - x̂ Σ(g x̂)) / (D σ), g = dy · gamma."""
+    check_layer_norm(x, gamma, gamma)  # beta does not enter the gradient
+    if dy.shape != x.shape:
+        raise ValueError(f"dy must have x's shape {tuple(x.shape)}, got {tuple(dy.shape)}")
+    D = x.shape[-1]
+    c = x - x.mean(axis=-1, keepdims=True)  # (..., D)
+    c -= c.mean(axis=-1, keepdims=True)  # corrected two-pass, as in layer_norm
+    inv_sigma = 1.0 / np.sqrt(np.square(c).mean(axis=-1, keepdims=True) + float(eps))  # (..., 1)
+    x_hat = c * inv_sigma  # (..., D), our own array
+    rows = dy.reshape(-1, D)
+    dbeta = rows.sum(axis=0)  # (D,)
+    dgamma = np.einsum("nd,nd->d", rows, x_hat.reshape(-1, D))  # (D,)
+    g = dy * gamma  # (..., D)
+    dx = D * g
+    dx -= g.sum(axis=-1, keepdims=True)
+    dx -= x_hat * np.einsum("...d,...d->...", g, x_hat)[..., None]
+    dx *= inv_sigma / D
+    return dx, dgamma, dbeta
+
+
+def _reduce_to(grad, shape):
+    """Sum a gradient over the axes its input was broadcast along, back to the input's shape."""
+    while grad.ndim > len(shape):
+        grad = grad.sum(axis=0)
+    axes = tuple(i for i, n in enumerate(shape) if n == 1 and grad.shape[i] != 1)
+    return grad.sum(axis=axes, keepdims=True) if axes else grad
+
+
+def scaled_dot_product_attention_backward(dout, q, k, v, mask=None, is_causal=False, scale=None):
+    """(dq, dk, dv) of out = softmax(Q K^T * scale) V given dout.
+
+    Uses FlashAttention's identity rowsum(dP ⊙ P) = rowsum(dO ⊙ O): the softmax's correction
+    term is one dot product per query row, computed from the output instead of from P.
+    """
+    scores_shape = check_attention(q, k, v, mask=mask)
+    out_shape = tuple(scores_shape[:-1]) + (v.shape[-1],)
+    if tuple(dout.shape) != out_shape:
+        raise ValueError(f"dout must have the output's shape {out_shape} (..., L_q, d_v), got {tuple(dout.shape)}")
+    L_q, L_k = scores_shape[-2:]
+    scale = _default_scale(q.shape[-1], scale)
+    p = _weights(q, k, _visible(mask, is_causal, L_q, L_k), scale)  # (..., L_q, L_k)
+    out = p @ v  # (..., L_q, d_v)
+    delta = np.einsum("...qd,...qd->...q", dout, out)[..., None]  # (..., L_q, 1) = rowsum(dP ⊙ P)
+    dv = np.swapaxes(p, -1, -2) @ dout  # (..., L_k, d_v)
+    ds = dout @ np.swapaxes(v, -1, -2)  # dP, (..., L_q, L_k)
+    ds -= delta
+    ds *= p  # dS = P ⊙ (dP - delta): 0 wherever a key is hidden
+    ds *= scale
+    dq = ds @ k  # (..., L_q, d_k)
+    dk = np.swapaxes(ds, -1, -2) @ q  # (..., L_k, d_k)
+    return _reduce_to(dq, q.shape), _reduce_to(dk, k.shape), _reduce_to(dv, v.shape)
