@@ -22,7 +22,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from reference.checks import check_attention, check_layer_norm, check_multi_head, check_num_heads
+from reference.checks import check_attention, check_layer_norm, check_multi_head, check_num_heads, check_rotary
 
 BACKEND = "torch"
 DEVICE = "cpu"
@@ -42,15 +42,18 @@ def _visible(mask, is_causal, L_q, L_k, device):
 
 
 # --8<-- [start:softmax]
-def _attention_weights(q, k, allowed, scale):
-    """softmax(Q K^T * scale) over the keys `allowed` lets through; no input checks."""
+def _attention_weights(q, k, allowed, scale, bias=None):
+    """softmax(Q K^T * scale + bias) over the keys `allowed` lets through; no input checks."""
     scores = torch.matmul(q, k.transpose(-2, -1)) * scale  # (..., L_q, d_k) @ (..., d_k, L_k) -> (..., L_q, L_k)
+    if bias is not None:
+        scores = scores + bias  # an additive position bias (T5, ALiBi); -inf entries hide keys
     empty = None
-    if allowed is not None:
-        scores = scores.masked_fill(~allowed, float("-inf"))
+    if allowed is not None or bias is not None:
+        if allowed is not None:
+            scores = scores.masked_fill(~allowed, float("-inf"))
         # A row of -inf would softmax to NaN, in the forward pass and in the gradient;
         # give it finite scores and zero its weights after the softmax instead.
-        empty = ~allowed.any(dim=-1, keepdim=True)  # (..., L_q, 1): no visible key
+        empty = torch.isneginf(scores).all(dim=-1, keepdim=True)  # (..., L_q, 1): no visible key
         scores = scores.masked_fill(empty, 0.0)
     # float16/bfloat16: exponentials and their sum in float32, then back to the input dtype
     p = F.softmax(scores, dim=-1, dtype=torch.float32 if q.dtype in _LOW_PRECISION else None).to(q.dtype)
@@ -64,16 +67,16 @@ def _scale(q, scale):
     return 1.0 / math.sqrt(q.shape[-1]) if scale is None else float(scale)
 
 
-def attention_weights(q, k, mask=None, is_causal=False, scale=None):
-    """P = softmax(Q K^T * scale) over visible keys, scale = 1/sqrt(d_k) by default; (..., L_q, L_k)."""
-    *_, L_q, L_k = check_attention(q, k, mask=mask)
-    return _attention_weights(q, k, _visible(mask, is_causal, L_q, L_k, q.device), _scale(q, scale))
+def attention_weights(q, k, mask=None, is_causal=False, scale=None, bias=None):
+    """P = softmax(Q K^T * scale + bias) over visible keys, scale = 1/sqrt(d_k) by default; (..., L_q, L_k)."""
+    *_, L_q, L_k = check_attention(q, k, mask=mask, bias=bias)
+    return _attention_weights(q, k, _visible(mask, is_causal, L_q, L_k, q.device), _scale(q, scale), bias)
 
 
-def scaled_dot_product_attention(q, k, v, mask=None, is_causal=False, scale=None):
-    """softmax(Q K^T * scale) V; q (..., L_q, d_k), k (..., L_k, d_k), v (..., L_k, d_v) -> (..., L_q, d_v)."""
-    *_, L_q, L_k = check_attention(q, k, v, mask=mask)
-    p = _attention_weights(q, k, _visible(mask, is_causal, L_q, L_k, q.device), _scale(q, scale))
+def scaled_dot_product_attention(q, k, v, mask=None, is_causal=False, scale=None, bias=None):
+    """softmax(Q K^T * scale + bias) V; q (..., L_q, d_k), k (..., L_k, d_k), v (..., L_k, d_v) -> (..., L_q, d_v)."""
+    *_, L_q, L_k = check_attention(q, k, v, mask=mask, bias=bias)
+    p = _attention_weights(q, k, _visible(mask, is_causal, L_q, L_k, q.device), _scale(q, scale), bias)
     return torch.matmul(p, v)  # (..., L_q, L_k) @ (..., L_k, d_v) -> (..., L_q, d_v)
 
 
@@ -99,21 +102,28 @@ def _linear(x, w, b):
     return y if b is None else y + b
 
 
-def multi_head_attention(query, key, value, weights, num_heads, mask=None, is_causal=False):
-    """Concat(head_1..head_H) W^O + b_O; query (B, L_q, D), key/value (B, L_k, D) -> (B, L_q, D)."""
-    d_k, _ = check_multi_head(query, key, value, weights, num_heads, mask)
+def multi_head_attention(query, key, value, weights, num_heads, mask=None, is_causal=False, num_kv_heads=None):
+    """Concat(head_1..head_H) W^O + b_O; query (B, L_q, D), key/value (B, L_k, D) -> (B, L_q, D).
+
+    num_kv_heads = G (grouped-query attention): W^K, W^V are (D, G*d_k); each K/V head is
+    repeated for the H/G consecutive query heads that share it.
+    """
+    d_k, G = check_multi_head(query, key, value, weights, num_heads, mask, num_kv_heads)
     B, L_q, D = query.shape
     L_k = key.shape[1]
 
-    # 1) project: (B, L, D) -> (B, L, D), all H heads' D x d_k blocks in one D x D matrix
+    # 1) project: (B, L, D) -> (B, L, D), all H heads' D x d_k blocks in one D x D matrix (D x G*d_k for K, V)
     Q = _linear(query, weights["w_q"], weights.get("b_q"))  # (B, L_q, D)
-    K = _linear(key, weights["w_k"], weights.get("b_k"))  # (B, L_k, D)
-    V = _linear(value, weights["w_v"], weights.get("b_v"))  # (B, L_k, D)
+    K = _linear(key, weights["w_k"], weights.get("b_k"))  # (B, L_k, G*d_k)
+    V = _linear(value, weights["w_v"], weights.get("b_v"))  # (B, L_k, G*d_k)
 
     # 2) split heads: (B, L, D) -> (B, L, H, d_k) -> (B, H, L, d_k)
     Q = Q.view(B, L_q, num_heads, d_k).transpose(1, 2)  # (B, H, L_q, d_k)
-    K = K.view(B, L_k, num_heads, d_k).transpose(1, 2)  # (B, H, L_k, d_k)
-    V = V.view(B, L_k, num_heads, d_k).transpose(1, 2)  # (B, H, L_k, d_k)
+    K = K.view(B, L_k, G, d_k).transpose(1, 2)  # (B, G, L_k, d_k)
+    V = V.view(B, L_k, G, d_k).transpose(1, 2)  # (B, G, L_k, d_k)
+    if G != num_heads:  # K/V head g serves query heads g*H/G .. (g+1)*H/G - 1
+        K = K.repeat_interleave(num_heads // G, dim=1)  # (B, H, L_k, d_k)
+        V = V.repeat_interleave(num_heads // G, dim=1)  # (B, H, L_k, d_k)
 
     # 3) attend: the mask broadcasts to (B, H, L_q, L_k)
     p = _attention_weights(Q, K, _visible(mask, is_causal, L_q, L_k, query.device), 1.0 / math.sqrt(d_k))
@@ -150,3 +160,35 @@ def sinusoidal_positional_encoding(length, d_model):
     pe[:, 0::2] = torch.sin(angle)
     pe[:, 1::2] = torch.cos(angle[:, : d_model // 2])  # odd D: the last column is a sin
     return pe
+
+
+def rotary_embedding(x, positions, base=10000.0):
+    """RoPE on interleaved pairs: (x[2i], x[2i+1]) rotated by positions[l] * base^(-2i/d); (..., L, d).
+
+    The angles are computed in float64 and only their cos and sin are cast to x's dtype:
+    an angle m·θ rounded to float16 or bfloat16 would be off by a whole radian at m ~ 500.
+    """
+    check_rotary(x, positions)
+    d = x.shape[-1]
+    theta = float(base) ** (-torch.arange(0, d, 2, dtype=torch.float64, device=x.device) / d)  # (d/2,)
+    angle = positions.to(device=x.device, dtype=torch.float64)[..., None] * theta  # (..., L, d/2)
+    cos, sin = torch.cos(angle).to(x.dtype), torch.sin(angle).to(x.dtype)
+    even, odd = x[..., 0::2], x[..., 1::2]  # (..., L, d/2)
+    rotated = torch.stack([even * cos - odd * sin, even * sin + odd * cos], dim=-1)  # (..., L, d/2, 2)
+    return rotated.flatten(-2)  # (..., L, d): pairs back in place
+
+
+def t5_relative_position_bucket(relative_position, bidirectional=True, num_buckets=32, max_distance=128):
+    """T5's bucket of n = j - i: exact below half the buckets of a direction, logarithmic up to max_distance."""
+    n = torch.as_tensor(relative_position).long()
+    offset = torch.zeros_like(n)
+    if bidirectional:
+        num_buckets //= 2
+        offset = (n > 0).long() * num_buckets  # keys after the query: the upper half
+        r = n.abs()
+    else:
+        r = (-n).clamp(min=0)  # keys after the query share bucket 0
+    exact = num_buckets // 2
+    log_ratio = torch.log(r.clamp(min=exact).double() / exact) / math.log(max_distance / exact)
+    far = (exact + (log_ratio * (num_buckets - exact)).floor().long()).clamp(max=num_buckets - 1)
+    return offset + torch.where(r < exact, r, far)
