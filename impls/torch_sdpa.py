@@ -32,22 +32,33 @@ _LOW_PRECISION = (torch.float16, torch.bfloat16)
 
 
 # --8<-- [start:attend]
-def _attend(q, k, v, mask, is_causal, scale):
-    """F.scaled_dot_product_attention with the contract's mask, causal and empty-row rules; no input checks."""
+def _attend(q, k, v, mask, is_causal, scale, bias=None, enable_gqa=False):
+    """F.scaled_dot_product_attention with the contract's mask, causal and empty-row rules; no input checks.
+
+    A position bias goes in as PyTorch's float attn_mask, which is added to the scores; hidden
+    keys become -inf in it. `enable_gqa`: k and v have fewer heads than q (grouped-query attention).
+    """
     L_q, L_k = q.shape[-2], k.shape[-2]
-    if mask is None and (not is_causal or L_q == L_k):
+    if mask is None and bias is None and (not is_causal or L_q == L_k):
         # nothing to correct: no mask, and PyTorch's causal triangle is ours when square
-        return F.scaled_dot_product_attention(q, k, v, is_causal=is_causal, scale=scale)
+        return F.scaled_dot_product_attention(q, k, v, is_causal=is_causal, scale=scale, enable_gqa=enable_gqa)
     allowed = mask
     if is_causal:
         causal = torch.ones(L_q, L_k, dtype=torch.bool, device=q.device).tril(diagonal=L_k - L_q)  # bottom-right
         allowed = causal if mask is None else mask & causal
-    empty = ~allowed.any(dim=-1, keepdim=True)  # (..., L_q, 1): no visible key
-    attn_mask = allowed | empty
+    if bias is None:
+        empty = ~allowed.any(dim=-1, keepdim=True)  # (..., L_q, 1): no visible key
+        attn_mask = allowed | empty
+    else:
+        attn_mask = bias.to(q.dtype)
+        if allowed is not None:
+            attn_mask = torch.where(allowed, attn_mask, float("-inf"))  # (..., L_q, L_k), broadcast
+        empty = torch.isneginf(attn_mask).all(dim=-1, keepdim=True)  # (..., L_q, 1): no visible key
+        attn_mask = attn_mask.masked_fill(empty, 0.0)
     if attn_mask.dim() < 2:  # the kernel wants at least (L_q, L_k); a (L_k,) mask is the same for every query
         attn_mask = attn_mask.expand(L_q, L_k)  # (L_q, L_k)
-    out = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, scale=scale)  # (..., L_q, d_v)
-    return out.masked_fill(empty, 0.0)
+    out = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, scale=scale, enable_gqa=enable_gqa)
+    return out.masked_fill(empty, 0.0)  # (..., L_q, d_v)
 # --8<-- [end:attend]
 
 
@@ -61,20 +72,20 @@ def _scale(q, scale):
     return 1.0 / math.sqrt(q.shape[-1]) if scale is None else float(scale)
 
 
-def scaled_dot_product_attention(q, k, v, mask=None, is_causal=False, scale=None):
-    """softmax(Q K^T * scale) V; q (..., L_q, d_k), k (..., L_k, d_k), v (..., L_k, d_v) -> (..., L_q, d_v)."""
-    check_attention(q, k, v, mask=mask)
+def scaled_dot_product_attention(q, k, v, mask=None, is_causal=False, scale=None, bias=None):
+    """softmax(Q K^T * scale + bias) V; q (..., L_q, d_k), k (..., L_k, d_k), v (..., L_k, d_v) -> (..., L_q, d_v)."""
+    check_attention(q, k, v, mask=mask, bias=bias)
     q, k, v = _broadcast_leading(q, k, v)
-    return _attend(q, k, v, mask, is_causal, _scale(q, scale))
+    return _attend(q, k, v, mask, is_causal, _scale(q, scale), bias)
 
 
-def attention_weights(q, k, mask=None, is_causal=False, scale=None):
-    """P = softmax(Q K^T * scale) over visible keys, scale = 1/sqrt(d_k) by default; (..., L_q, L_k)."""
-    check_attention(q, k, mask=mask)
+def attention_weights(q, k, mask=None, is_causal=False, scale=None, bias=None):
+    """P = softmax(Q K^T * scale + bias) over visible keys, scale = 1/sqrt(d_k) by default; (..., L_q, L_k)."""
+    check_attention(q, k, mask=mask, bias=bias)
     L_k = k.shape[-2]
     eye = torch.eye(L_k, dtype=q.dtype, device=q.device)  # (L_k, L_k): P @ I = P
     q, k, eye = _broadcast_leading(q, k, eye)
-    return _attend(q, k, eye, mask, is_causal, _scale(q, scale))  # (..., L_q, L_k)
+    return _attend(q, k, eye, mask, is_causal, _scale(q, scale), bias)  # (..., L_q, L_k)
 
 
 def split_heads(x, num_heads):
@@ -96,18 +107,22 @@ def _linear(x, w, b):
 
 
 # --8<-- [start:multi_head_attention]
-def multi_head_attention(query, key, value, weights, num_heads, mask=None, is_causal=False):
-    """Concat(head_1..head_H) W^O + b_O; query (B, L_q, D), key/value (B, L_k, D) -> (B, L_q, D)."""
-    d_k, _ = check_multi_head(query, key, value, weights, num_heads, mask)
+def multi_head_attention(query, key, value, weights, num_heads, mask=None, is_causal=False, num_kv_heads=None):
+    """Concat(head_1..head_H) W^O + b_O; query (B, L_q, D), key/value (B, L_k, D) -> (B, L_q, D).
+
+    num_kv_heads = G < H: W^K, W^V are (D, G*d_k), and the kernel's `enable_gqa` lets query
+    head h read K/V head h // (H/G) without copying K and V.
+    """
+    d_k, G = check_multi_head(query, key, value, weights, num_heads, mask, num_kv_heads)
     B, L_q, D = query.shape
     L_k = key.shape[1]
     H = num_heads
-    # 1) project, each input with its (D, D) matrix
+    # 1) project, each input with its (D, D) matrix ((D, G*d_k) for K and V)
     q = _linear(query, weights["w_q"], weights.get("b_q")).view(B, L_q, H, d_k).transpose(1, 2)  # (B, H, L_q, d_k)
-    k = _linear(key, weights["w_k"], weights.get("b_k")).view(B, L_k, H, d_k).transpose(1, 2)  # (B, H, L_k, d_k)
-    v = _linear(value, weights["w_v"], weights.get("b_v")).view(B, L_k, H, d_k).transpose(1, 2)  # (B, H, L_k, d_k)
+    k = _linear(key, weights["w_k"], weights.get("b_k")).view(B, L_k, G, d_k).transpose(1, 2)  # (B, G, L_k, d_k)
+    v = _linear(value, weights["w_v"], weights.get("b_v")).view(B, L_k, G, d_k).transpose(1, 2)  # (B, G, L_k, d_k)
     # 2) attend with the fused kernel; the mask broadcasts to (B, H, L_q, L_k)
-    heads = _attend(q, k, v, mask, is_causal, 1.0 / math.sqrt(d_k))  # (B, H, L_q, d_k)
+    heads = _attend(q, k, v, mask, is_causal, 1.0 / math.sqrt(d_k), enable_gqa=G != H)  # (B, H, L_q, d_k)
     # 3) concat along features, then W^O
     concat = heads.transpose(1, 2).reshape(B, L_q, D)  # (B, L_q, H*d_k)
     return _linear(concat, weights["w_o"], weights.get("b_o"))  # (B, L_q, D)
