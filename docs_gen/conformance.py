@@ -44,7 +44,9 @@ def render(report: dict, source: str = "a pytest --spec-report JSON", command: s
     impls = list(report.get("implementations", {}))
     table: dict[str, dict[str, str]] = report.get("claims", {})
     machine, versions = report.get("machine", {}), report.get("versions", {})
-    out = [GENERATED_NOTE.format(source=source), "", "# Conformance matrix", ""]
+    # A wide table: the page gives it the navigation column's room.
+    out = ["---", "hide:", "  - navigation", "---", "", GENERATED_NOTE.format(source=source), "",
+           "# Conformance matrix", ""]
     out += ["Every implementation under `impls/` against every claim of the specification, from one real run",
             "of the suite. A claim's cell combines all its tests over all the dtypes the implementation declares.",
             "Claim IDs link to the chapter that states them.", ""]
