@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 
-from reference.checks import check_attention, check_layer_norm, check_multi_head, check_num_heads
+from reference.checks import check_attention, check_layer_norm, check_multi_head, check_num_heads, check_rotary
 
 BACKEND = "numpy"
 DTYPES = ("float64", "float32")
@@ -46,34 +46,37 @@ def _softmax_row(scores, allowed):
 # --8<-- [end:softmax]
 
 
-def _attention_matrix(q, k, allowed, scale):
-    """One head, one batch element: P = softmax(Q K^T * scale); q (L_q, d_k), k (L_k, d_k) -> (L_q, L_k)."""
+def _attention_matrix(q, k, allowed, scale, bias=None):
+    """One head, one batch element: P = softmax(Q K^T * scale + bias); q (L_q, d_k), k (L_k, d_k) -> (L_q, L_k)."""
     scores = (q @ k.T) * scale  # (L_q, L_k)
+    if bias is not None:
+        scores = scores + bias  # (L_q, L_k)
     p = np.zeros_like(scores)
     for i in range(q.shape[0]):
-        p[i] = _softmax_row(scores[i], allowed[i])
+        p[i] = _softmax_row(scores[i], allowed[i] & (scores[i] != -np.inf))  # a -inf bias hides its key
     return p
 
 
-def attention_weights(q, k, mask=None, is_causal=False, scale=None):
-    """P = softmax(Q K^T * scale) over visible keys, scale = 1/sqrt(d_k) by default; (..., L_q, L_k)."""
-    scores_shape = check_attention(q, k, mask=mask)
+def attention_weights(q, k, mask=None, is_causal=False, scale=None, bias=None):
+    """P = softmax(Q K^T * scale + bias) over visible keys, scale = 1/sqrt(d_k) by default; (..., L_q, L_k)."""
+    scores_shape = check_attention(q, k, mask=mask, bias=bias)
     *batch, L_q, L_k = scores_shape
     d_k = q.shape[-1]
     scale = 1.0 / math.sqrt(d_k) if scale is None else float(scale)
     q = np.broadcast_to(q, (*batch, L_q, d_k))  # (..., L_q, d_k)
     k = np.broadcast_to(k, (*batch, L_k, d_k))  # (..., L_k, d_k)
     allowed = np.broadcast_to(_visible(mask, is_causal, L_q, L_k), scores_shape)  # (..., L_q, L_k)
+    bias = None if bias is None else np.broadcast_to(bias, scores_shape)  # (..., L_q, L_k)
     p = np.zeros(scores_shape, dtype=np.result_type(q, k))
     for idx in np.ndindex(*batch):  # every batch element and head on its own
-        p[idx] = _attention_matrix(q[idx], k[idx], allowed[idx], scale)
+        p[idx] = _attention_matrix(q[idx], k[idx], allowed[idx], scale, None if bias is None else bias[idx])
     return p
 
 
-def scaled_dot_product_attention(q, k, v, mask=None, is_causal=False, scale=None):
-    """softmax(Q K^T * scale) V; q (..., L_q, d_k), k (..., L_k, d_k), v (..., L_k, d_v) -> (..., L_q, d_v)."""
-    check_attention(q, k, v, mask=mask)
-    p = attention_weights(q, k, mask=mask, is_causal=is_causal, scale=scale)  # (..., L_q, L_k)
+def scaled_dot_product_attention(q, k, v, mask=None, is_causal=False, scale=None, bias=None):
+    """softmax(Q K^T * scale + bias) V; q (..., L_q, d_k), k (..., L_k, d_k), v (..., L_k, d_v) -> (..., L_q, d_v)."""
+    check_attention(q, k, v, mask=mask, bias=bias)
+    p = attention_weights(q, k, mask=mask, is_causal=is_causal, scale=scale, bias=bias)  # (..., L_q, L_k)
     return p @ v  # (..., L_q, L_k) @ (..., L_k, d_v) -> (..., L_q, d_v)
 
 
@@ -104,9 +107,13 @@ def _project(x, w, b):
 
 
 # --8<-- [start:multi_head_attention]
-def multi_head_attention(query, key, value, weights, num_heads, mask=None, is_causal=False):
-    """Concat(head_1..head_H) W^O + b_O, head_h = Attention(Q W_h^Q, K W_h^K, V W_h^V); -> (B, L_q, D)."""
-    d_k, _ = check_multi_head(query, key, value, weights, num_heads, mask)
+def multi_head_attention(query, key, value, weights, num_heads, mask=None, is_causal=False, num_kv_heads=None):
+    """Concat(head_1..head_H) W^O + b_O, head_h = Attention(Q W_h^Q, K W_g^K, V W_g^V); -> (B, L_q, D).
+
+    g = h for multi-head attention; with num_kv_heads = G, g = h // (H/G): W^K and W^V hold
+    G column blocks, and H/G consecutive query heads read the same one.
+    """
+    d_k, G = check_multi_head(query, key, value, weights, num_heads, mask, num_kv_heads)
     B, L_q, D = query.shape
     L_k = key.shape[1]
     # the mask as seen by head h: (B, H, L_q, L_k) -> (B, L_q, L_k)
@@ -114,9 +121,10 @@ def multi_head_attention(query, key, value, weights, num_heads, mask=None, is_ca
     outputs = []
     for h in range(num_heads):
         # 1) this head's own projections, D -> d_k
+        g = h // (num_heads // G)  # this head's K/V head
         q = _project(query, *_block(weights["w_q"], weights.get("b_q"), h, d_k))  # (B, L_q, d_k)
-        k = _project(key, *_block(weights["w_k"], weights.get("b_k"), h, d_k))  # (B, L_k, d_k)
-        v = _project(value, *_block(weights["w_v"], weights.get("b_v"), h, d_k))  # (B, L_k, d_k)
+        k = _project(key, *_block(weights["w_k"], weights.get("b_k"), g, d_k))  # (B, L_k, d_k)
+        v = _project(value, *_block(weights["w_v"], weights.get("b_v"), g, d_k))  # (B, L_k, d_k)
         # 2) this head's attention
         m = None if head_mask is None else head_mask[:, h]  # (B, L_q, L_k)
         outputs.append(scaled_dot_product_attention(q, k, v, mask=m, is_causal=is_causal))  # (B, L_q, d_k)
@@ -149,3 +157,37 @@ def sinusoidal_positional_encoding(length, d_model):
         if two_i + 1 < d_model:  # odd D: the last column is a sin without its cos
             pe[:, two_i + 1] = np.cos(angle)
     return pe
+
+
+def rotary_embedding(x, positions, base=10000.0):
+    """RoPE read literally: each row's pair (x[2i], x[2i+1]) times the 2 x 2 rotation by positions[l] θ_i."""
+    check_rotary(x, positions)
+    d = x.shape[-1]
+    m = np.broadcast_to(np.asarray(positions, dtype=np.float64), x.shape[:-1])  # one position per row
+    out = np.empty_like(x)
+    for idx in np.ndindex(*x.shape[:-1]):  # every row on its own
+        for i in range(d // 2):  # every pair on its own
+            angle = m[idx] * float(base) ** (-2.0 * i / d)
+            rotation = np.array([[math.cos(angle), -math.sin(angle)],
+                                 [math.sin(angle), math.cos(angle)]], dtype=x.dtype)
+            out[idx][2 * i:2 * i + 2] = rotation @ x[idx][2 * i:2 * i + 2]
+    return out
+
+
+def t5_relative_position_bucket(relative_position, bidirectional=True, num_buckets=32, max_distance=128):
+    """T5's bucket of each n = j - i, one number at a time."""
+    n = np.asarray(relative_position, dtype=np.int64)
+    per_direction = num_buckets // 2 if bidirectional else num_buckets
+    exact = per_direction // 2
+    out = np.zeros(n.shape, dtype=np.int64)
+    for idx in np.ndindex(*n.shape):
+        rel = int(n[idx])
+        bucket = per_direction if bidirectional and rel > 0 else 0  # keys after the query: the upper half
+        r = abs(rel) if bidirectional else max(-rel, 0)
+        if r < exact:
+            bucket += r  # near: one bucket per distance
+        else:  # far: logarithmic in r, up to max_distance
+            far = exact + int(math.log(r / exact) / math.log(max_distance / exact) * (per_direction - exact))
+            bucket += min(far, per_direction - 1)
+        out[idx] = bucket
+    return out
