@@ -167,6 +167,64 @@ def test_decoding_with_a_kv_cache_reproduces_causal_attention(impl, seed, L, d, 
                 size=float(np.abs(v).max()))
 
 
+@st.composite
+def decoding_cases(draw):
+    """Self-attention inputs x (B, L, D), weights with G K/V heads (G divides H), and a prefill length."""
+    from spec_tests.harness.strategies import mha_weights
+
+    B, L = draw(st.integers(1, 2), label="B"), draw(st.integers(1, 8), label="L")
+    H, d_k = draw(st.integers(1, 4), label="num_heads"), draw(st.sampled_from([1, 2, 4]), label="d_k")
+    G = draw(st.sampled_from([g for g in range(1, H + 1) if H % g == 0]), label="num_kv_heads")
+    seed, prefill = draw(SEEDS, label="seed"), draw(st.integers(1, 8), label="prefill")
+    D = H * d_k
+    return normal(seed, (B, L, D)), mha_weights(seed + 1, D, draw(st.booleans(), label="bias"), kv_dim=G * d_k), \
+        H, G, min(prefill, L)
+
+
+def _decode_with(impl, x, w, H, prefill, **gqa):
+    """Prefill, then one new token at a time: the new queries against every token so far, is_causal=True."""
+    steps = [impl.multi_head_attention(x[:, :prefill], x[:, :prefill], x[:, :prefill], w, H, is_causal=True, **gqa)]
+    for t in range(prefill, x.shape[1]):  # query t against tokens 0..t: what a K/V cache holds at step t
+        steps.append(impl.multi_head_attention(x[:, t:t + 1], x[:, : t + 1], x[:, : t + 1], w, H, is_causal=True,
+                                               **gqa))
+    return np.concatenate(steps, axis=1)  # (B, L, D)
+
+
+@claim("MASK-3")
+@given(case=decoding_cases().filter(lambda c: c[3] == c[2]))
+def test_multi_head_decoding_reproduces_causal_self_attention(impl, case):
+    """Multi-head attention decoded token by token (each new query against all tokens so far, bottom-right
+    causal) equals causal self-attention over the whole sequence."""
+    x, w, H, _, prefill = case
+    full = check.oracle(impl, "multi_head_attention", x, x, x, w, H, is_causal=True)
+    check.close(impl, _decode_with(impl, x, w, H, prefill), full,
+                f"prefill of {prefill}, then one token at a time, equals full causal multi-head attention",
+                size=float(np.abs(full).max()) + 1.0)
+
+
+@claim("MASK-3")
+@given(case=decoding_cases())
+def test_grouped_query_decoding_reproduces_causal_self_attention(impl, case):
+    """The same with grouped-query attention (num_kv_heads = G): a cache of G K/V heads suffices."""
+    x, w, H, G, prefill = case
+    full = check.oracle(impl, "multi_head_attention", x, x, x, w, H, is_causal=True, num_kv_heads=G)
+    check.close(impl, _decode_with(impl, x, w, H, prefill, num_kv_heads=G), full,
+                f"GQA (H={H}, G={G}): prefill of {prefill}, then one token at a time, equals full causal attention",
+                size=float(np.abs(full).max()) + 1.0)
+
+
+@claim("MASK-3")
+@given(case=decoding_cases())
+def test_the_oracles_kv_cache_reproduces_causal_self_attention(case):
+    """reference.kv_cache: projecting each token once and attending against the cached K/V (G heads) equals
+    the oracle's full causal (grouped-query) attention; the cache ends with one entry per token."""
+    x, w, H, G, prefill = case
+    decoded, cache = reference.decode(x, w, H, num_kv_heads=G, prefill=prefill)
+    full = reference.multi_head_attention(x, x, x, w, H, is_causal=True, num_kv_heads=G)
+    np.testing.assert_allclose(decoded, full, rtol=0, atol=1e-12 * (np.abs(full).max() + 1.0))
+    assert len(cache) == x.shape[1] and cache.keys.shape[1] == G
+
+
 # ---------------------------------------------------------------------------------- MASK-4
 @claim("MASK-4")
 @given(seed=SEEDS, L_q=st.integers(1, 7), L_k=st.integers(1, 7), d=HEAD_DIMS, dead=st.integers(1, 3))

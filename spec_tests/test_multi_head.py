@@ -1,4 +1,4 @@
-"""Chapter: multi-head attention (docs/multi_head.md). Claims MHA-1 .. MHA-7.
+"""Chapter: multi-head attention (docs/multi_head.md). Claims MHA-1 .. MHA-9.
 
     MultiHead(Q, K, V) = Concat(head_1, ..., head_H) W^O + b_O                 (seed 000, formula)
     head_h = Attention(Q W^Q_h + b^Q_h, K W^K_h + b^K_h, V W^V_h + b^V_h)
@@ -6,6 +6,8 @@
     query (B, L_q, D), key and value (B, L_k, D); W^Q, W^K, W^V, W^O are (D, D) in the y = x W + b
     orientation; head h uses columns h*d_k:(h+1)*d_k of W^Q, W^K, W^V and rows h*d_k:(h+1)*d_k of W^O;
     d_k = D / H.
+    Grouped-query attention (MHA-9): num_kv_heads = G divides H, W^K and W^V are (D, G*d_k), and query
+    head h reads K/V head h // (H/G).
 """
 
 import numpy as np
@@ -244,3 +246,127 @@ def test_agrees_with_torch_multihead_attention(impl, case, padded, causal, data)
         {"mask": mask, "is_causal": causal}, impl.dtype)
     check.compare(impl, seen, expected, tolerance.oracle_bound(impl.dtype, expected, yard),
                   "multi_head_attention against torch.nn.MultiheadAttention with the same weights")
+
+
+# ---------------------------------------------------------------------------------- MHA-9
+def _divisors(n: int) -> list[int]:
+    return [g for g in range(1, n + 1) if n % g == 0]
+
+
+def _gqa(case: MHACase, G: int) -> tuple[MHACase, int]:
+    """The case with K/V projections of shape (D, G*d_k): G = num_kv_heads key/value heads."""
+    case.weights = mha_weights(case.seed + 10, case.D, case.bias, kv_dim=G * case.d_k)
+    return case, G
+
+
+@st.composite
+def gqa_cases(draw, masked=None, causal=None):
+    """An MHA case with G = num_kv_heads drawn among the divisors of H."""
+    case = draw(mha_cases(masked=masked, causal=causal, max_heads=6))
+    return _gqa(case, draw(st.sampled_from(_divisors(case.num_heads)), label="num_kv_heads"))
+
+
+def _repeat_kv_columns(w, G: int, H: int, d_k: int):
+    """Weights with each K/V head's block repeated for its H/G query heads: GQA written as plain MHA."""
+    full = dict(w)
+    heads = [h // (H // G) for h in range(H)]  # K/V head of each query head
+    for name in ("w_k", "w_v"):
+        full[name] = np.concatenate([w[name][:, _block(g, d_k)] for g in heads], axis=1)  # (D, D)
+    for name in ("b_k", "b_v"):
+        if name in w:
+            full[name] = np.concatenate([w[name][_block(g, d_k)] for g in heads])  # (D,)
+    return full
+
+
+@claim("MHA-9")
+@given(gqa=gqa_cases())
+@example(gqa=_gqa(MHACase(2, 3, 3, 4, 2, seed=5, mask_kind="padding", is_causal=True), 2))
+def test_grouped_query_attention_matches_oracle(impl, gqa):
+    """multi_head_attention(..., num_kv_heads=G) equals the oracle for every G dividing H, masks and causal."""
+    case, G = gqa
+    check.oracle(impl, MHA, *case.args, num_kv_heads=G, **case.kwargs)
+
+
+@claim("MHA-9")
+@given(gqa=gqa_cases())
+@example(gqa=_gqa(MHACase(1, 4, 4, 4, 2, seed=2), 1))
+def test_gqa_equals_repeating_each_kv_head(impl, gqa):
+    """GQA equals MHA whose K/V weights repeat each K/V head's block for the H/G consecutive query heads
+    that share it (query head h reads K/V head h // (H/G), not h % G)."""
+    case, G = gqa
+    H = case.num_heads
+    out = impl.multi_head_attention(*case.args, num_kv_heads=G, **case.kwargs)
+    full = _repeat_kv_columns(case.weights, G, H, case.d_k)
+    plain = impl.multi_head_attention(case.query, case.key, case.value, full, H, **case.kwargs)
+    check.close(impl, out, plain,
+                f"num_kv_heads={G} equals multi-head attention with each K/V head repeated {H // G} times",
+                size=tolerance.magnitude(out, plain) + 1.0)
+
+
+@claim("MHA-9")
+@given(case=mha_cases())
+def test_as_many_kv_heads_as_heads_is_multi_head_attention(impl, case):
+    """num_kv_heads = H (D x D weights) is ordinary multi-head attention."""
+    out = impl.multi_head_attention(*case.args, num_kv_heads=case.num_heads, **case.kwargs)
+    check.close(impl, out, impl.multi_head_attention(*case.args, **case.kwargs),
+                f"num_kv_heads = num_heads = {case.num_heads} equals num_kv_heads=None",
+                size=tolerance.magnitude(out) + 1.0)
+
+
+@claim("MHA-9")
+@given(case=mha_cases(masked=None).filter(lambda c: c.num_heads > 1))
+def test_one_kv_head_is_multi_query_attention(impl, case):
+    """G = 1 (multi-query attention): with W_O = I, output block h is Attention(Q W_h^Q, K W^K, V W^V)
+    with the one shared (D, d_k) key and value projection."""
+    d_k = case.d_k
+    w = mha_weights(case.seed + 10, case.D, case.bias, kv_dim=d_k)
+    w["w_o"] = np.eye(case.D)
+    w.pop("b_o", None)
+    out = impl.multi_head_attention(case.query, case.key, case.value, w, case.num_heads, num_kv_heads=1,
+                                    **case.kwargs)
+    k = case.key @ w["w_k"] + w.get("b_k", 0.0)  # (B, L_k, d_k): the one K head
+    v = case.value @ w["w_v"] + w.get("b_v", 0.0)
+    for h in range(case.num_heads):
+        q = case.query @ w["w_q"][:, _block(h, d_k)] + (w["b_q"][_block(h, d_k)] if "b_q" in w else 0.0)
+        head = impl.scaled_dot_product_attention(q, k, v, mask=_head_mask(case, h), is_causal=case.is_causal)
+        check.close(impl, out[..., _block(h, d_k)], head,
+                    f"with one K/V head and W_O = I, output block {h} is head {h}'s query against the shared K, V",
+                    size=tolerance.magnitude(v))
+
+
+@claim("MHA-9")
+@pytest.mark.parametrize("H, G", [(8, 2), (4, 1), (6, 3)])
+def test_kv_projections_shrink_by_heads_over_groups(impl, H, G):
+    """With G K/V heads, W^K and W^V are (D, G*d_k): H/G times fewer parameters. (D, D) ones are refused."""
+    d_k = 2
+    D = H * d_k
+    x = normal(1, (2, 3, D))
+    small = mha_weights(3, D, True, kv_dim=G * d_k)
+    out = check.oracle(impl, MHA, x, x, x, small, H, num_kv_heads=G)
+    check.shape(impl, out, (2, 3, D), f"GQA with W^K, W^V of shape ({D}, {G * d_k}) gives (B, L, D)")
+    check.raises_value_error(impl, MHA, (x, x, x, mha_weights(3, D, False), H), {"num_kv_heads": G},
+                             names=(G * d_k,), what=f"num_kv_heads={G} with a ({D}, {D}) W^K raises ValueError "
+                                                    f"naming the expected width {G * d_k}")
+
+
+@claim("MHA-9")
+@pytest.mark.parametrize("H, G", [(8, 3), (4, 0), (6, 4)])
+def test_kv_heads_must_divide_heads(impl, H, G):
+    """num_kv_heads must be at least 1 and divide num_heads: (8, 3) raises ValueError naming both."""
+    d_k = 2
+    D = H * d_k
+    x = normal(1, (1, 2, D))
+    w = mha_weights(3, D, False, kv_dim=max(G, 1) * d_k)
+    check.raises_value_error(impl, MHA, (x, x, x, w, H), {"num_kv_heads": G}, names=(G, H))
+
+
+@claim("MHA-9")
+@pytest.mark.parametrize("H, G", [(8, 8), (8, 2), (8, 1)])
+def test_kv_cache_shrinks_by_heads_over_groups(H, G):
+    """The oracle's decoding cache (reference.kv_cache) holds 2·B·G·T·d_k numbers: H/G times fewer than MHA's."""
+    d_k, B, T = 4, 2, 9
+    D = H * d_k
+    x = normal(0, (B, T, D))
+    _, cache = reference.decode(x, mha_weights(1, D, True, kv_dim=G * d_k), H, num_kv_heads=G, prefill=3)
+    assert cache.keys.shape == (B, G, T, d_k)
+    assert cache.size == 2 * B * G * T * d_k == (2 * B * H * T * d_k) // (H // G)
