@@ -59,9 +59,13 @@ def compare(subject, seen, expected, bound: tolerance.Bound, what: str, calls=()
         ], calls, data)
 
 
-def oracle(subject, fname: str, *args, size: float | None = None, **kwargs):
-    """Call `fname` on the implementation and compare with the float64 oracle; return the result."""
-    seen = subject.call(fname, *args, **kwargs)
+def oracle(subject, fname: str, *args, size: float | None = None, impl_only: dict | None = None, **kwargs):
+    """Call `fname` on the implementation and compare with the float64 oracle; return the result.
+
+    `impl_only`: keywords for the implementation alone, which the oracle does not take
+    (e.g. block sizes: `impl_only=dict(block_q=1, block_k=7)`).
+    """
+    seen = subject.call(fname, *args, **kwargs, **(impl_only or {}))
     oracle_fn = getattr(reference, fname)
     r_args, r_kwargs = subject.round(args), subject.round(kwargs)
     expected = oracle_fn(*r_args, **r_kwargs)
