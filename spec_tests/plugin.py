@@ -13,7 +13,7 @@ import traceback
 import pytest
 from hypothesis import HealthCheck, Phase, settings
 
-from spec_tests.harness import arrays, context, loader, xfail
+from spec_tests.harness import arrays, context, isolation, loader, xfail
 from spec_tests.harness import claims as catalogue
 from spec_tests.harness import report as report_mod
 from spec_tests.harness.feedback import SpecFailure
@@ -25,6 +25,7 @@ UNAVAILABLE = "unavailable"
 _COMMON = dict(
     deadline=None,
     phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink],  # no "explain" noise
+    report_multiple_bugs=False,  # one failure per test: the smallest input that breaks the claim
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much],
 )
 settings.register_profile("dev", max_examples=25, **_COMMON)  # a learner's run: random, remembers failures
@@ -57,6 +58,11 @@ def pytest_addoption(parser):
                     help="show the suite's own traceback under a failed claim (for debugging the suite)")
     group.addoption("--no-claim-summary", action="store_true", default=False,
                     help="do not print the summary by claim at the end of the run")
+    group.addoption("--isolate", action="store_true", default=False,
+                    help="run each implementation in a separate, confined worker process with time and memory "
+                         "limits (as the grader does); slower, but a hang or crash fails only its test")
+    group.addoption("--rubric", metavar="PATH", default=None,
+                    help="with --isolate: take the limits and banned functions from this rubric file")
 
 
 def pytest_configure(config):
@@ -64,10 +70,15 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "meta: a test of the suite itself, not of an implementation")
     config.addinivalue_line("markers", "slow: a long-running experiment or measurement")
     specs, explicit = loader.selected_specs(config.getoption("--impl", default=[]))
+    load = loader.load
+    if config.getoption("--isolate", default=False):
+        rubric = config.getoption("--rubric", default=None)
+        limits = isolation.Limits.from_toml(rubric) if rubric else isolation.Limits()
+        load = lambda spec: isolation.load(spec, limits)  # noqa: E731 - the module is imported in a worker only
     impls = []
     for spec in specs:
         try:
-            impls.append(loader.load(spec))
+            impls.append(load(spec))
         except Exception as exc:  # the learner's file does not import: say why, plainly
             tb = "".join(traceback.format_exception_only(type(exc), exc)).strip()
             raise pytest.UsageError(
@@ -80,13 +91,17 @@ def pytest_configure(config):
         arrays.torch_module()  # sets torch's thread count for the small test inputs
     for impl in impls:
         for dtype in impl.dtypes or ("float64",):
-            subjects.append(Subject(impl, dtype))
+            subjects.append((isolation.IsolatedSubject if impl.remote else Subject)(impl, dtype))
     config.stash[_IMPLS] = impls
     config.stash[_SUBJECTS] = subjects
     config.stash[_EXPLICIT] = explicit
     config.stash[_XFAILS] = {impl.name: xfail.load(impl.name) for impl in impls}
     config.stash[_RECORDS] = []
     config.pluginmanager.register(_Collector(config.stash[_RECORDS]), "mha-spec-collector")
+
+
+def pytest_unconfigure(config):
+    isolation.shutdown()  # under --isolate: no worker, and nothing a worker started, outlives the run
 
 
 def pytest_report_header(config):
@@ -189,24 +204,34 @@ def _classify(rep, call) -> tuple[str, str]:
             if reason.startswith(prefix):
                 return status, reason
         return report_mod.SKIPPED, reason
-    if call.excinfo is not None and call.excinfo.errisinstance(NotImplementedError):
-        return report_mod.NOT_IMPL, str(call.excinfo.value)
+    if call.excinfo is not None and all(isinstance(e, NotImplementedError) for e in _leaves(call.excinfo.value)):
+        return report_mod.NOT_IMPL, str(_leaves(call.excinfo.value)[0])
     text = str(rep.longrepr or "")
     return report_mod.FAILED, text[:4000]
+
+
+def _leaves(exc: BaseException) -> list[BaseException]:
+    """The exceptions inside an exception group (Hypothesis raises one for several distinct failures)."""
+    if isinstance(exc, BaseExceptionGroup):
+        return [leaf for e in exc.exceptions for leaf in _leaves(e)]
+    return [exc]
 
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item, call):
     rep = yield
     subject = _subject(item)
-    if call.excinfo is not None and call.excinfo.errisinstance(NotImplementedError) and rep.failed:
-        msg = str(call.excinfo.value) or "raises NotImplementedError"
+    leaves = _leaves(call.excinfo.value) if call.excinfo is not None and rep.failed else []
+    if leaves and all(isinstance(e, NotImplementedError) for e in leaves):
+        msg = str(leaves[0]) or "raises NotImplementedError"
         rep.longrepr = f"{NOT_IMPLEMENTED}: {msg}"
-    elif (call.excinfo is not None and call.excinfo.errisinstance(SpecFailure) and rep.failed
-          and not item.config.getoption("--spec-traceback")):
-        exc = call.excinfo.value  # the feedback is the whole story; the suite's own frames are noise
-        notes = [n for n in getattr(exc, "__notes__", []) if not n.startswith("Explanation")]
-        rep.longrepr = "\n".join([str(exc), *notes])
+    elif leaves and all(isinstance(e, SpecFailure) for e in leaves) and not item.config.getoption("--spec-traceback"):
+        # the feedback is the whole story; the suite's own frames are noise
+        parts = []
+        for exc in leaves:
+            notes = [n for n in getattr(exc, "__notes__", []) if not n.startswith("Explanation")]
+            parts.append("\n".join([str(exc), *notes]))
+        rep.longrepr = "\n\n".join(parts)
     final = rep.when == "call" or (rep.when == "setup" and not rep.passed) or (rep.when == "teardown" and rep.failed)
     if final:
         outcome, message = _classify(rep, call)
@@ -242,6 +267,9 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     if records and not config.getoption("--no-claim-summary"):
         terminalreporter.section("claims by implementation")
         for line in report_mod.summary_lines(records, [i.name for i in impls], terminalreporter._tw.fullwidth):
+            terminalreporter.write_line(line)
+    if config.getoption("--isolate", default=False):
+        for line in isolation.summary():
             terminalreporter.write_line(line)
     path = config.getoption("--spec-report")
     if path:

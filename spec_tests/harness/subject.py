@@ -158,7 +158,8 @@ class Subject:
         try:
             return fn(*args, **kwargs)
         except NotImplementedError as exc:
-            self._unimplemented[fname] = f"{fname}: {exc}" if str(exc) else f"{fname} raises NotImplementedError"
+            text = str(exc)
+            self._unimplemented[fname] = text if fname in text else f"{fname}: {text or 'raises NotImplementedError'}"
             raise
 
     def call(self, fname: str, *args, **kwargs):
