@@ -47,6 +47,7 @@ class Implementation:
     unavailable: str | None = None  # reason it cannot run on this machine
     path: str | None = None
     notes: list[str] = field(default_factory=list)
+    remote: object | None = None  # under --isolate: the worker session (isolation.py) that runs the module
 
     def has(self, fname: str) -> bool:
         return self.module is not None and callable(getattr(self.module, fname, None))
