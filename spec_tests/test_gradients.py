@@ -1,0 +1,301 @@
+"""Chapter: gradients (docs/gradients.md). Claims GRAD-1 .. GRAD-3.
+
+"Trained by backpropagation" (seed 000 §4): every piece of attention must pass gradients, and pass the
+right ones.
+
+    GRAD-1  autograd's gradients of SDPA, MHA and LayerNorm (PyTorch implementations, float64) match
+            central finite differences: torch.autograd.gradcheck
+    GRAD-2  the analytic backward passes a learner may write in NumPy,
+                layer_norm_backward(dy, x, gamma, eps=1e-5) -> (dx, dgamma, dbeta)
+                scaled_dot_product_attention_backward(dout, q, k, v, mask=None, is_causal=False, scale=None)
+                    -> (dq, dk, dv)
+            match the oracle's (reference/layer_norm_backward.py, reference/attention_backward.py) and
+            central finite differences of the float64 oracle's forward pass
+    GRAD-3  a query with no visible key gets zero gradients, never NaN; under is_causal, no gradient flows
+            to a position from any later one
+
+A finite difference (f(x + h) - f(x - h)) / 2h of the float64 oracle errs by about h² |f'''| + eps |f| / h;
+with h = 1e-6 that is ~1e-10 of the values involved, so the comparison allows 1e-6 of them (plus the
+dtype's own rule of DESIGN.md for float32).
+"""
+
+import numpy as np
+import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
+
+import reference
+from spec_tests.harness import check, tolerance
+from spec_tests.harness.strategies import SEEDS, AttentionCase, MHACase, attention_cases, mha_cases, normal, \
+    random_mask
+from spec_tests.harness.subject import not_applicable
+
+claim = pytest.mark.claim
+SDPA = "scaled_dot_product_attention"
+LN_BACKWARD = "layer_norm_backward"
+SDPA_BACKWARD = "scaled_dot_product_attention_backward"
+FD_STEP = 1e-6
+FD_RTOL = 1e-6  # how far a central difference of the float64 oracle may be from the true gradient
+
+
+def numerical_gradient(f, x: np.ndarray, h: float = FD_STEP) -> np.ndarray:
+    """∂f/∂x by central differences, one element at a time: (f(x + h e_i) - f(x - h e_i)) / 2h."""
+    grad = np.zeros_like(x, dtype=np.float64)
+    for i in np.ndindex(*x.shape):
+        up, down = x.copy(), x.copy()
+        up[i] += h
+        down[i] -= h
+        grad[i] = (f(up) - f(down)) / (2 * h)
+    return grad
+
+
+def _against_finite_differences(impl, seen, numerical, what, yard=None, size=None):
+    """The implementation's gradient against central differences of the float64 oracle."""
+    size = max(tolerance.magnitude(numerical), size or 0.0) + 1.0
+    bound = tolerance.oracle_bound(impl.dtype, numerical, yard, size)
+    bound = tolerance.Bound(bound.allowed + FD_RTOL * size, bound.rule + f" + finite-difference error {FD_RTOL:g} x size")
+    check.compare(impl, seen, numerical, bound, what)
+
+
+def _layer_norm_backward_size(dy, x, gamma, eps) -> float:
+    """How large the terms of LayerNorm's gradients get: rows·|dy|·|x̂| for dgamma, |dy|·|gamma|/σ for dx."""
+    centred = x - x.mean(axis=-1, keepdims=True)
+    sigma = np.sqrt((centred**2).mean(axis=-1) + eps)
+    rows = max(dy.size // max(dy.shape[-1], 1), 1)
+    x_hat = float(np.abs(centred).max() / sigma.min()) if x.size else 0.0
+    return float(np.abs(dy).max(initial=0)) * (rows * (1.0 + x_hat) + 3.0 * float(np.abs(gamma).max()) / float(sigma.min()))
+
+
+def _sdpa_backward_size(dout, q, k, v, scale) -> float:
+    """How large the terms of attention's gradients get (the backward analogue of tolerance.attention_size):
+    A = d_v·|dout|·|v| bounds dP; dq ~ 2A·scale·|k|, dk ~ 2A·scale·|q|·L_q, dv ~ L_q·|dout|; times the largest
+    |score|, since rounding a score s moves its weight by ~eps·|s|."""
+    scale = 1.0 / np.sqrt(q.shape[-1]) if scale is None else scale
+    m = lambda a: float(np.abs(a).max(initial=0))  # noqa: E731
+    L_q, d_v = q.shape[-2], v.shape[-1]
+    a = d_v * m(dout) * m(v)
+    terms = max(2 * a * scale * m(k), 2 * a * scale * m(q) * L_q, L_q * m(dout))
+    return terms * tolerance.attention_size(q, k, None, scale) + np.finfo(float).tiny
+
+
+# ---------------------------------------------------------------------------------- GRAD-1
+def _torch_float64(impl):
+    if impl.backend != "torch":
+        not_applicable(f"GRAD-1 checks autograd, and {impl.name} is a {impl.backend} implementation "
+                       "(its analytic backward passes are GRAD-2)")
+    if impl.dtype != "float64":
+        not_applicable(f"gradcheck's finite differences need float64; this run is {impl.dtype}")
+    import torch
+
+    return torch
+
+
+def _gradcheck(impl, fn, inputs, what):
+    """torch.autograd.gradcheck, its failure turned into the suite's feedback."""
+    torch = _torch_float64(impl)
+    # copies: a float64 tensor made from a NumPy array shares its memory, and gradcheck perturbs each
+    # input in place; self-attention's query, key and value (one array) must not move together
+    leaves = [impl.native(np.array(x, copy=True)).requires_grad_(True) for x in inputs]
+    try:
+        torch.autograd.gradcheck(fn, leaves, eps=FD_STEP, atol=1e-6, rtol=1e-5, raise_exception=True)
+    except NotImplementedError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - GradcheckError, or "does not require grad": both fail the claim
+        lines = [line for line in str(exc).splitlines() if line.strip()][:24]
+        check.holds(impl, False, what, ["autograd's gradient differs from the float64 finite difference:", *lines])
+
+
+@claim("GRAD-1")
+@given(case=attention_cases(lengths=st.integers(1, 4), dims=st.integers(1, 3), batch=st.sampled_from([(), (2,)])))
+@example(case=AttentionCase((), 3, 4, 2, 3, seed=0, mask_shape=(3, 4), density=0.6, dead_rows=1, is_causal=True))
+def test_sdpa_gradients_match_finite_differences(impl, case):
+    """gradcheck of scaled_dot_product_attention in q, k and v (masks, dead rows, causal), float64."""
+    _torch_float64(impl)
+    mask = None if case.mask is None else impl.native(case.mask)
+    check.oracle(impl, SDPA, case.q, case.k, case.v, **case.kwargs)
+    _gradcheck(impl, lambda q, k, v: impl.call_native(SDPA, q, k, v, mask=mask, is_causal=case.is_causal),
+               (case.q, case.k, case.v), "autograd's gradient of scaled_dot_product_attention matches finite differences")
+
+
+@claim("GRAD-1")
+@given(case=mha_cases(lengths=st.integers(1, 3), max_heads=2).filter(lambda c: c.D <= 4))
+@example(case=MHACase(1, 2, 3, 2, 2, seed=0, self_attention=False, mask_kind="padding", is_causal=True))
+def test_multi_head_gradients_match_finite_differences(impl, case):
+    """gradcheck of multi_head_attention in its inputs and every weight and bias, float64."""
+    _torch_float64(impl)
+    names = sorted(case.weights)
+    mask = None if case.mask is None else impl.native(case.mask)
+    inputs = (case.query, case.key, case.value, *(case.weights[n] for n in names))
+
+    def mha(query, key, value, *weights):
+        return impl.call_native("multi_head_attention", query, key, value, dict(zip(names, weights)),
+                                case.num_heads, mask=mask, is_causal=case.is_causal)
+
+    _gradcheck(impl, mha, inputs, "autograd's gradient of multi_head_attention (inputs, weights, biases) "
+                                  "matches finite differences")
+
+
+@claim("GRAD-1")
+@given(seed=SEEDS, rows=st.integers(1, 3), D=st.integers(2, 6), offset=st.sampled_from([0.0, 5.0]))
+def test_layer_norm_gradients_match_finite_differences(impl, seed, rows, D, offset):
+    """gradcheck of layer_norm in x, gamma and beta, float64."""
+    _torch_float64(impl)
+    x, gamma, beta = normal(seed, (rows, D), offset=offset), normal(seed + 1, (D,), 0.5, 1.0), normal(seed + 2, (D,))
+    _gradcheck(impl, lambda x, g, b: impl.call_native("layer_norm", x, g, b), (x, gamma, beta),
+               "autograd's gradient of layer_norm matches finite differences")
+
+
+# ---------------------------------------------------------------------------------- GRAD-2
+@claim("GRAD-2")
+@given(seed=SEEDS, batch=st.lists(st.integers(1, 3), max_size=2).map(tuple), D=st.integers(2, 8),
+       offset=st.sampled_from([0.0, 3.0, -20.0]), spread=st.sampled_from([1.0, 0.1, 10.0]),
+       eps=st.sampled_from([1e-5, 1e-3]))
+@example(seed=0, batch=(2,), D=4, offset=0.0, spread=1.0, eps=1e-5)
+def test_layer_norm_backward_matches_the_numerical_gradient(impl, seed, batch, D, offset, spread, eps):
+    """(dx, dgamma, dbeta) equal the oracle's and central differences of sum(dy * layer_norm(x, gamma, beta))."""
+    x = normal(seed, (*batch, D), spread, offset)
+    gamma, beta, dy = normal(seed + 1, (D,), 0.5, 1.0), normal(seed + 2, (D,)), normal(seed + 3, (*batch, D))
+    dx, dgamma, dbeta = check.oracle(impl, LN_BACKWARD, dy, x, gamma, eps=eps,
+                                     size=_layer_norm_backward_size(dy, x, gamma, eps))
+    x, gamma, beta, dy = impl.round((x, gamma, beta, dy))
+
+    def loss(x_=x, g_=gamma, b_=beta):
+        return float((dy * reference.layer_norm(x_, g_, b_, eps)).sum())
+
+    yard = None if impl.dtype == "float64" else tolerance.yardstick(reference.layer_norm_backward, (dy, x, gamma),
+                                                                    {"eps": eps}, impl.dtype)
+    for n, (name, seen, wrt) in enumerate((("dx", dx, x), ("dgamma", dgamma, gamma), ("dbeta", dbeta, beta))):
+        numerical = numerical_gradient(lambda t, name=name: loss(**{"dx": {"x_": t}, "dgamma": {"g_": t},
+                                                                   "dbeta": {"b_": t}}[name]), wrt)
+        _against_finite_differences(impl, seen, numerical, f"layer_norm_backward's {name} against central "
+                                    f"differences of the oracle's layer_norm", None if yard is None else yard[n],
+                                    _layer_norm_backward_size(dy, x, gamma, eps))
+
+
+@claim("GRAD-2")
+@given(case=attention_cases(lengths=st.integers(1, 5), dims=st.integers(1, 4)), scale=st.sampled_from([None, 0.7]))
+@example(case=AttentionCase((2,), 3, 4, 2, 3, seed=0, mask_shape=(2, 3, 4), density=0.6, dead_rows=1,
+                            is_causal=True), scale=None)
+def test_sdpa_backward_matches_the_numerical_gradient(impl, case, scale):
+    """(dq, dk, dv) equal the oracle's and central differences of sum(dout * attention(q, k, v)), with masks,
+    rows that see nothing, causal, broadcast leading dims and an explicit scale."""
+    out_shape = np.broadcast_shapes(case.q.shape[:-1], case.k.shape[:-2] + (1,), case.v.shape[:-2] + (1,)) + (case.d_v,)
+    dout = normal(case.seed + 7, out_shape)
+    kwargs = dict(mask=case.mask, is_causal=case.is_causal, scale=scale)
+    dq, dk, dv = check.oracle(impl, SDPA_BACKWARD, dout, case.q, case.k, case.v, **kwargs,
+                              size=_sdpa_backward_size(dout, case.q, case.k, case.v, scale))
+    dout, q, k, v = impl.round((dout, case.q, case.k, case.v))
+
+    def loss(q_=q, k_=k, v_=v):
+        return float((dout * reference.scaled_dot_product_attention(q_, k_, v_, **kwargs)).sum())
+
+    yard = None if impl.dtype == "float64" else tolerance.yardstick(
+        reference.scaled_dot_product_attention_backward, (dout, q, k, v), kwargs, impl.dtype)
+    for n, (name, seen, wrt, key) in enumerate((("dq", dq, q, "q_"), ("dk", dk, k, "k_"), ("dv", dv, v, "v_"))):
+        numerical = numerical_gradient(lambda t, key=key: loss(**{key: t}), wrt)
+        _against_finite_differences(impl, seen, numerical, f"scaled_dot_product_attention_backward's {name} against "
+                                    "central differences of the oracle's attention", None if yard is None else yard[n],
+                                    _sdpa_backward_size(dout, q, k, v, scale))
+
+
+@claim("GRAD-2")
+def test_backward_passes_reject_a_gradient_of_the_wrong_shape(impl):
+    """dy must have x's shape, dout the output's (..., L_q, d_v): otherwise ValueError naming the shapes."""
+    x, gamma = normal(0, (3, 4)), np.ones(4)
+    check.raises_value_error(impl, LN_BACKWARD, (normal(1, (3, 5)), x, gamma), {}, names=("(3, 5)",))
+    q, k, v = normal(0, (2, 3)), normal(1, (4, 3)), normal(2, (4, 5))
+    check.raises_value_error(impl, SDPA_BACKWARD, (normal(3, (2, 3)), q, k, v), {}, names=("(2, 3)", "(2, 5)"))
+
+
+# ---------------------------------------------------------------------------------- GRAD-3
+def _autograd(impl):
+    if impl.backend != "torch":
+        not_applicable(f"this half of GRAD-3 checks autograd; {impl.name} is {impl.backend} "
+                       "(its analytic backward pass is checked by the other half)")
+    import torch
+
+    return torch
+
+
+def _grads(impl, fname, inputs, pick, **kwargs):
+    """Autograd gradients of sum(pick(out)) with respect to each input, as float64 NumPy (zeros if unused)."""
+    leaves = [impl.native(np.array(x, copy=True)).requires_grad_(True) for x in inputs]
+    out = impl.call_native(fname, *leaves, **{k: impl.native(v) for k, v in kwargs.items()})
+    if not out.requires_grad:
+        check.holds(impl, False, f"{fname}'s output carries autograd gradients",
+                    ["the output does not require grad: it was computed outside autograd (e.g. through NumPy)"])
+    pick(out).sum().backward()
+    return [np.zeros(x.shape) if leaf.grad is None else impl.to_numpy(leaf.grad) for x, leaf in zip(inputs, leaves)]
+
+
+@claim("GRAD-3")
+@given(seed=SEEDS, L_q=st.integers(1, 6), L_k=st.integers(1, 6), d=st.integers(1, 4), dead=st.integers(1, 3))
+def test_fully_masked_rows_give_zero_gradients_by_autograd(impl, seed, L_q, L_k, d, dead):
+    """A query with no visible key: every gradient is finite, its own dq row is exactly 0, and a loss on
+    those rows alone gives exactly zero gradient everywhere (not NaN, as an unguarded -inf fill does)."""
+    _autograd(impl)
+    mask = random_mask(seed, (2, L_q, L_k), 0.7, dead_rows=dead)
+    dead_rows = ~mask.any(axis=-1)  # (2, L_q)
+    q, k, v = normal(seed, (2, L_q, d)), normal(seed + 1, (2, L_k, d)), normal(seed + 2, (2, L_k, d))
+    grads = _grads(impl, SDPA, (q, k, v), lambda out: out, mask=mask)
+    for name, g in zip("qkv", grads):
+        check.holds(impl, bool(np.isfinite(g).all()), f"d loss / d {name} is finite with fully masked rows",
+                    [f"non-finite entries: {int((~np.isfinite(g)).sum())}"], [g])
+    check.exactly(impl, grads[0][dead_rows], np.zeros((int(dead_rows.sum()), d)),
+                  "the gradient with respect to a fully masked query row is exactly 0")
+    only_dead = lambda out: out * impl.native(np.broadcast_to(dead_rows[..., None], out.shape).astype(float))  # noqa: E731
+    for name, g in zip("qkv", _grads(impl, SDPA, (q, k, v), only_dead, mask=mask)):
+        check.exactly(impl, g, np.zeros_like(g), f"a loss on the fully masked rows alone has d/d{name} exactly 0")
+
+
+@claim("GRAD-3")
+@given(seed=SEEDS, L_q=st.integers(1, 6), L_k=st.integers(1, 6), d=st.integers(1, 4), dead=st.integers(1, 3))
+def test_fully_masked_rows_give_zero_gradients_by_backward(impl, seed, L_q, L_k, d, dead):
+    """The same for scaled_dot_product_attention_backward: finite everywhere, exactly 0 where nothing is seen."""
+    mask = random_mask(seed, (2, L_q, L_k), 0.7, dead_rows=dead)
+    dead_rows = ~mask.any(axis=-1)
+    q, k, v = normal(seed, (2, L_q, d)), normal(seed + 1, (2, L_k, d)), normal(seed + 2, (2, L_k, d))
+    dout = normal(seed + 3, (2, L_q, d))
+    dq, dk, dv = impl.scaled_dot_product_attention_backward(dout, q, k, v, mask=mask)
+    for name, g in (("dq", dq), ("dk", dk), ("dv", dv)):
+        check.holds(impl, bool(np.isfinite(g).all()), f"{name} is finite with fully masked rows", arrays=[g])
+    check.exactly(impl, dq[dead_rows], np.zeros((int(dead_rows.sum()), d)), "dq is exactly 0 on fully masked rows")
+    only_dead = np.where(dead_rows[..., None], dout, 0.0)
+    for name, g in zip(("dq", "dk", "dv"), impl.scaled_dot_product_attention_backward(only_dead, q, k, v, mask=mask)):
+        check.exactly(impl, g, np.zeros_like(g), f"dout on fully masked rows alone gives {name} exactly 0")
+
+
+@claim("GRAD-3")
+@given(seed=SEEDS, L=st.integers(2, 7), d=st.integers(1, 4), t=st.integers(0, 5))
+def test_causal_backward_sends_nothing_back_from_the_future(impl, seed, L, d, t):
+    """is_causal: with dout nonzero only at positions <= t, dk and dv at positions > t, and dq at positions > t,
+    are exactly 0."""
+    t = min(t, L - 2)
+    q, k, v = normal(seed, (2, L, d)), normal(seed + 1, (2, L, d)), normal(seed + 2, (2, L, d))
+    dout = normal(seed + 3, (2, L, d))
+    dout[:, t + 1:] = 0.0
+    dq, dk, dv = impl.scaled_dot_product_attention_backward(dout, q, k, v, is_causal=True)
+    zeros = np.zeros((2, L - t - 1, d))
+    check.exactly(impl, dk[:, t + 1:], zeros, f"outputs 0..{t} send no gradient to keys after position {t}")
+    check.exactly(impl, dv[:, t + 1:], zeros, f"outputs 0..{t} send no gradient to values after position {t}")
+    check.exactly(impl, dq[:, t + 1:], zeros, f"queries after position {t} get no gradient from outputs 0..{t}")
+
+
+@claim("GRAD-3")
+@given(case=mha_cases(self_attention=True, masked=False, causal=True, max_heads=3), t=st.integers(0, 8))
+def test_causal_multi_head_attention_has_no_gradient_from_the_future(impl, case, t):
+    """Causal self-attention through the projections: d out[:, :t+1] / d x[:, j] is exactly 0 for j > t."""
+    torch = _autograd(impl)
+    L = case.L_q
+    if L < 2:
+        not_applicable("one token has no future")
+    t = min(t, L - 2)
+    x = impl.native(case.query).requires_grad_(True)
+    out = impl.call_native("multi_head_attention", x, x, x, impl.native(case.weights), case.num_heads, is_causal=True)
+    if not out.requires_grad:
+        check.holds(impl, False, "multi_head_attention's output carries autograd gradients",
+                    ["the output does not require grad: it was computed outside autograd"])
+    out[:, : t + 1].sum().backward()
+    g = impl.to_numpy(x.grad if x.grad is not None else torch.zeros_like(x))
+    check.exactly(impl, g[:, t + 1:], np.zeros_like(g[:, t + 1:]),
+                  f"the gradient of outputs 0..{t} with respect to tokens after {t} is exactly 0")
