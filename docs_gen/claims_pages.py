@@ -75,7 +75,12 @@ def _bug_admonition(m: Mutant, claims: dict[str, Claim], link_prefix: str) -> li
     lines += [f"    **The bug:** {text(m.bug)}.", "", f"    **Caught by** {where} (mutant `impls/mutants/{m.name}.py`).", ""]
     if m.doc:  # its first paragraph says what BUG says; the rest says why the claim catches it
         for para in m.doc.split("\n\n")[1:]:
-            lines += ["    " + text(para), ""]
+            para = " ".join(para.split())
+            lead = f"Caught by {m.caught_by}:"
+            if para.startswith(lead):  # the line above already names the claim; say what this paragraph is
+                lines += ["    **Why it fails the claim:** " + text(para[len(lead):].strip()), ""]
+            else:
+                lines += ["    " + text(para), ""]
     for fname, start, end in m.spans:
         lines += [f'    ```python title="impls/mutants/{m.name}.py: {fname}"',
                   f'    --8<-- "{rel(m.path)}:{start}:{end}"', "    ```", ""]
