@@ -21,6 +21,14 @@ BENCH_ARGS = ["-q", "-p", "no:cacheprovider", "--benchmark-only"]
 KATEX_FILES = ["katex.min.js", "katex.min.css", "fonts", "contrib/auto-render.min.js"]
 
 
+def _shown(path: Path) -> str:
+    """A path as a command line shows it: relative to the repository when it lies inside."""
+    try:
+        return str(path.relative_to(ROOT))
+    except ValueError:
+        return str(path)
+
+
 def _command_file(json_path: Path) -> Path:
     return json_path.with_suffix(".command.txt")
 
@@ -28,7 +36,7 @@ def _command_file(json_path: Path) -> Path:
 def run_spec(path: Path) -> str:
     """Run the whole specification with a JSON report; a failing implementation is data, not an error."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    args = ["pytest", *SPEC_ARGS, "--spec-report", str(path.relative_to(ROOT))]
+    args = ["pytest", *SPEC_ARGS, "--spec-report", _shown(path)]
     print("docs_gen: " + shlex.join(args), flush=True)
     code = subprocess.call([sys.executable, "-m", *args], cwd=ROOT)
     if not path.exists():
@@ -43,7 +51,7 @@ def run_benchmarks(path: Path, extra: list[str]) -> str | None:
         return None
     path.parent.mkdir(parents=True, exist_ok=True)
     files = sorted(str(p.relative_to(ROOT)) for p in BENCH_DIR.glob("bench_*.py"))
-    args = ["pytest", *files, *BENCH_ARGS, *extra, "--benchmark-json", str(path.relative_to(ROOT))]
+    args = ["pytest", *files, *BENCH_ARGS, *extra, "--benchmark-json", _shown(path)]
     print("docs_gen: " + shlex.join(args), flush=True)
     code = subprocess.call([sys.executable, "-m", *args], cwd=ROOT)
     if code != 0 or not path.exists():

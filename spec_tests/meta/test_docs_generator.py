@@ -1,0 +1,90 @@
+"""The docs generator (docs_gen/) on small inputs of the two JSON formats it reads.
+
+The inputs are built here, not copied from a run, so each assertion says what the page must show
+for a known input: a failing claim shows FAIL, a fitted exponent of a quadratic is 2, every
+(implementation, length) gets its row and both plots are drawn.
+"""
+
+import math
+
+import pytest
+
+from spec_tests.harness import claims
+
+conformance = pytest.importorskip("docs_gen.conformance", reason="the docs generator (docs_gen/) is not importable")
+benchmarks = pytest.importorskip("docs_gen.benchmarks")
+pytest.importorskip("matplotlib", reason="the docs extra (matplotlib) is not installed")
+
+
+def _report(statuses: dict[str, dict[str, str]]) -> dict:
+    impls = sorted({i for per in statuses.values() for i in per})
+    return {
+        "created": "2026-01-01T00:00:00+00:00",
+        "machine": {"platform": "Linux-test", "processor": "x86_64", "cpus": 2},
+        "versions": {"python": "3.11.7", "numpy": "2.0"},
+        "implementations": {i: {"backend": "numpy", "device": "cpu", "dtypes": ["float64"], "unavailable": None}
+                            for i in impls},
+        "claims": statuses,
+        "tests": [{"nodeid": f"t::{c}[{i}]", "test": f"test_{c.lower()}", "impl": i, "dtype": "float64",
+                   "claims": [c], "outcome": s, "message": "boom\nmore" if s == "failed" else ""}
+                  for c, per in statuses.items() for i, s in per.items()],
+    }
+
+
+def _row(page: str, claim_id: str) -> str:
+    return next(line for line in page.splitlines() if line.startswith(f"| [{claim_id}]"))
+
+
+def test_conformance_cells_follow_the_report():
+    page = conformance.render(_report({"SDPA-1": {"good": "passed", "bad": "failed"},
+                                       "MASK-4": {"good": "passed", "bad": "not implemented"}}))
+    sdpa, mask = _row(page, "SDPA-1"), _row(page, "MASK-4")
+    # columns in the report's order of implementations: bad, good
+    assert sdpa.index("FAIL") < sdpa.index(">pass<"), sdpa
+    assert "not impl" in mask and "FAIL" not in mask, mask
+    assert "| `bad` | `test_sdpa-1` | float64 | boom |" in page  # the failure, with its first line only
+    assert "2026-01-01" in page and "Linux-test" in page and "numpy 2.0" in page
+
+
+def test_conformance_lists_every_claim_of_the_catalogue():
+    page = conformance.render(_report({"SDPA-1": {"a": "passed"}}))
+    for cid in claims.catalogue():
+        assert f"| [{cid}](" in page, f"{cid} has no row in the matrix"
+    assert "spec-none" in _row(page, "MASK-4"), "a claim with no outcome shows '-', not a status"
+
+
+def _bench(points):
+    return {
+        "machine_info": {"cpu": {"brand_raw": "Test CPU", "count": 2}, "system": "Linux", "release": "6",
+                         "python_version": "3.11.7"},
+        "commit_info": {"id": "0123456789abcdef", "dirty": False},
+        "datetime": "2026-01-01T00:00:00", "version": "5.1.0",
+        "benchmarks": [{"name": f"b[{impl}-{L}]", "stats": {"median": t, "rounds": 5},
+                        "extra_info": {"impl": impl, "op": "sdpa", "dtype": "float32", "B": 1, "H": 2, "L": L,
+                                       "d": 8, "causal": False, "flops": 4 * 2 * L * L * 8, "peak_bytes": m}}
+                       for impl, L, t, m in points],
+    }
+
+
+def test_fitted_exponent_of_a_power_law():
+    Ls = [64, 128, 256, 512]
+    assert benchmarks.fit_exponent(Ls, [3e-9 * L**2 for L in Ls]) == pytest.approx(2.0)
+    assert benchmarks.fit_exponent(Ls, [5.0 * L for L in Ls]) == pytest.approx(1.0)
+    assert benchmarks.fit_exponent([64], [1.0]) is None
+
+
+def test_benchmark_page_tables_and_plots(tmp_path):
+    points = [(impl, L, c * L**p * 1e-9, 16.0 * L**p) for impl, c, p in (("naive", 4.0, 2), ("chunked", 300.0, 1))
+              for L in (128, 256, 512)]
+    page = benchmarks.render(_bench(points), tmp_path, "assets", source="test")
+    svgs = sorted(p.name for p in tmp_path.glob("*.svg"))
+    assert svgs == ["sdpa-float32-B1-H2-d8-full-memory.svg", "sdpa-float32-B1-H2-d8-full-time.svg"], svgs
+    for name in svgs:
+        assert f"(assets/{name})" in page
+    rows = [line for line in page.splitlines() if line.startswith("| 128 |") or line.startswith("| 512 |")]
+    assert len(rows) == 4, rows
+    assert "| `naive` | L<sup>2.00</sup> | L<sup>2.00</sup> |" in page
+    assert "| `chunked` | L<sup>1.00</sup> | L<sup>1.00</sup> |" in page
+    gflops = 4 * 2 * 512 * 512 * 8 / (4.0 * 512**2 * 1e-9) / 1e9  # flops over the median
+    assert f"| 512 | `naive` | {benchmarks.fmt_time(4.0 * 512**2 * 1e-9)} | {gflops:.3g} |" in page
+    assert math.isfinite(gflops) and "Test CPU" in page
