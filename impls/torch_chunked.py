@@ -1,0 +1,242 @@
+"""Exact attention by online softmax, in PyTorch: never an L_q x L_k matrix (seed 001 §4.1); follows DESIGN.md.
+
+The algorithm of `numpy_chunked` (read its docstring for the update rule of the running
+max m, normaliser l and output accumulator a), arranged for PyTorch on a CPU:
+
+- leading dims are flattened to one batch axis N, so that each tile is one batched GEMM:
+  S = scale * Q_i K_j^T is `torch.baddbmm(..., beta=0, alpha=scale)` into a score buffer
+  allocated once, and a' = alpha a + P V_j is `acc.baddbmm_(P, V_j)`, in place;
+- the softmax is updated in place (`sub_`, `exp_`, `mul_`), so a tile costs no allocation
+  beyond a few (N, block_q, 1) vectors;
+- with `is_causal` (bottom-right aligned) the key blocks wholly above the diagonal are never
+  computed, and tiles a mask hides completely are skipped;
+- float16 and bfloat16 inputs are computed in float32 (scores, exponentials and the
+  accumulator, as flash kernels do) and the output is rounded once, at the end.
+
+Block sizes: `scaled_dot_product_attention`, `attention_weights` and `multi_head_attention`
+take `block_q` and `block_k` (any size >= 1; None means BLOCK_Q and BLOCK_K). The
+non-attention functions are torch_sdpa's.
+"""
+
+import math
+
+import torch
+import torch.nn.functional as F
+
+from impls.torch_sdpa import layer_norm, merge_heads, sinusoidal_positional_encoding, split_heads
+from reference.checks import check_attention, check_multi_head
+
+BACKEND = "torch"
+DEVICE = "cpu"
+DTYPES = ("float64", "float32", "float16", "bfloat16")
+
+BLOCK_Q = 256  # queries per tile
+BLOCK_K = 512  # keys per streamed block
+
+__all__ = [
+    "BACKEND", "DEVICE", "DTYPES", "BLOCK_Q", "BLOCK_K", "attention_weights", "layer_norm", "merge_heads",
+    "multi_head_attention", "scaled_dot_product_attention", "sinusoidal_positional_encoding", "split_heads",
+]
+
+_LOW_PRECISION = (torch.float16, torch.bfloat16)
+
+
+def _block_sizes(block_q, block_k):
+    bq = BLOCK_Q if block_q is None else int(block_q)
+    bk = BLOCK_K if block_k is None else int(block_k)
+    if bq < 1 or bk < 1:
+        raise ValueError(f"block sizes must be at least 1, got block_q={block_q}, block_k={block_k}")
+    return bq, bk
+
+
+def _scale(d_k, scale):
+    return 1.0 / math.sqrt(d_k) if scale is None else float(scale)
+
+
+class _Tiles:
+    """q, k, v flattened to (N, L, d) in the compute dtype, the mask, and which tiles each query block needs."""
+
+    def __init__(self, q, k, mask, is_causal, v=None):
+        lead = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], *(() if v is None else (v.shape[:-2],)))
+        self.lead, self.dtype = lead, q.dtype
+        self.compute = torch.float32 if q.dtype in _LOW_PRECISION else q.dtype
+
+        def flat(x):  # (..., L, d) -> (N, L, d); copies only to broadcast or to leave a low precision
+            return x.expand(*lead, *x.shape[-2:]).reshape(-1, *x.shape[-2:]).to(self.compute)
+
+        self.q, self.k = flat(q), flat(k)  # (N, L_q, d_k), (N, L_k, d_k)
+        self.kT = self.k.transpose(1, 2)  # (N, d_k, L_k), a view
+        self.v = None if v is None else flat(v)  # (N, L_k, d_v)
+        self.N, self.L_q, self.L_k = self.q.shape[0], q.shape[-2], k.shape[-2]
+        self.mask = None
+        if mask is not None:  # (*lead, L_q or 1, L_k or 1), a view; a tile of it is reshaped per use
+            m = mask if mask.dim() >= 2 else mask[None, :]
+            self.mask = m.expand(*lead, *m.shape[-2:])
+        self.is_causal = is_causal
+        self.offset = self.L_k - self.L_q  # causal: query i sees keys j <= i + offset
+
+    def key_range(self, i0, i1):
+        """Keys any query of block [i0, i1) may see: [0, L_k), cut at the causal diagonal."""
+        if not self.is_causal:
+            return self.L_k
+        return max(0, min(self.L_k, i1 + self.offset))
+
+    def hidden(self, i0, i1, j0, j1):
+        """Which (query, key) pairs of the tile are hidden, broadcastable to (N, bq, bk); None: none is."""
+        hide = None
+        if self.mask is not None:
+            m = self.mask
+            rows = slice(i0, i1) if m.shape[-2] > 1 else slice(0, 1)
+            cols = slice(j0, j1) if m.shape[-1] > 1 else slice(0, 1)
+            tile = m[..., rows, cols]
+            hide = ~tile.reshape(self.N, *tile.shape[-2:])  # (N, bq or 1, bk or 1)
+        if self.is_causal and j1 - 1 > i0 + self.offset:  # the tile straddles the diagonal
+            j = torch.arange(j0, j1)
+            i = torch.arange(i0, i1)[:, None]
+            above = j > i + self.offset  # (bq, bk)
+            hide = above if hide is None else hide | above
+        return hide
+
+
+def _masked_scores(tiles, qs, i0, i1, j0, j1, buf):
+    """S = scale Q_i K_j^T for one tile, hidden pairs at -inf; None when the whole tile is hidden.
+
+    `buf` is where to write S (a reused buffer); None under autograd, which cannot see through out=.
+    """
+    hide = tiles.hidden(i0, i1, j0, j1)
+    if hide is not None and bool(hide.all()):
+        return None  # nothing visible in this tile: skip it
+    if buf is None:
+        s = torch.bmm(qs, tiles.kT[:, :, j0:j1])  # (N, bq, bk)
+        return s if hide is None else s.masked_fill(hide, -math.inf)
+    s = torch.bmm(qs, tiles.kT[:, :, j0:j1], out=buf[:, : i1 - i0, : j1 - j0])  # (N, bq, bk)
+    return s if hide is None else s.masked_fill_(hide, -math.inf)  # exp(-inf) = 0: an exact zero weight
+
+
+def _new_max(m, s):
+    """The running max m' = max(m, max_j s_j), and the value to subtract: m', or 0 where m' = -inf.
+
+    A row that has seen no visible key yet keeps m' = -inf (so that the next block's max is
+    the true one) while exp(s - 0) = exp(-inf) = 0 stays exact, not NaN.
+    """
+    m_new = torch.maximum(m, s.amax(dim=-1, keepdim=True))  # (N, bq, 1)
+    return m_new, m_new.masked_fill(m_new == -math.inf, 0.0)
+
+
+def _needs_grad(*xs):
+    return torch.is_grad_enabled() and any(x is not None and x.requires_grad for x in xs)
+
+
+# --8<-- [start:online_softmax]
+def _attend(tiles, scale, bq, bk, inplace):
+    """softmax(Q K^T * scale) V over visible keys, one query block at a time, keys streamed in blocks.
+
+    inplace=False (under autograd) does the same arithmetic with out-of-place operations.
+    """
+    N, L_q, L_k, d_v, ct = tiles.N, tiles.L_q, tiles.L_k, tiles.v.shape[-1], tiles.compute
+    buf = torch.empty(N, min(bq, L_q), min(bk, L_k), dtype=ct) if inplace else None  # one tile of scores, reused
+    out = torch.empty(N, L_q, d_v, dtype=ct) if inplace else None
+    rows = []
+    for i0 in range(0, L_q, bq):
+        i1 = min(i0 + bq, L_q)
+        qs = tiles.q[:, i0:i1] * scale  # (N, bq, d_k): the scale goes into Q, not into S
+        m = torch.full((N, i1 - i0, 1), -math.inf, dtype=ct)  # running max
+        l = torch.zeros(N, i1 - i0, 1, dtype=ct)  # running sum of exp(s - m)
+        acc = torch.zeros(N, i1 - i0, d_v, dtype=ct)  # running sum of exp(s - m) v
+        for j0 in range(0, tiles.key_range(i0, i1), bk):  # causal: blocks above the diagonal never come
+            j1 = min(j0 + bk, L_k)
+            s = _masked_scores(tiles, qs, i0, i1, j0, j1, buf)
+            if s is None:
+                continue
+            m_new, shift = _new_max(m, s)  # m' = max(m, max_j s_j)
+            alpha = torch.exp(m - shift)  # exp(m - m'): rescales what was summed under the old max
+            v_b = tiles.v[:, j0:j1]  # (N, bk, d_v)
+            if inplace:
+                p = s.sub_(shift).exp_()  # P_b = exp(s - m'), exactly 0 on hidden keys
+                l.mul_(alpha).add_(p.sum(dim=-1, keepdim=True))  # l' = alpha l + sum_j P_b
+                acc.mul_(alpha).baddbmm_(p, v_b)  # a' = alpha a + P_b V_b
+            else:
+                p = torch.exp(s - shift)
+                l = l * alpha + p.sum(dim=-1, keepdim=True)
+                acc = torch.baddbmm(acc * alpha, p, v_b)
+            m = m_new
+        l = torch.where(l > 0, l, 1.0)  # l = 0 only where a = 0 (no visible key): the output row is 0
+        if inplace:
+            torch.div(acc, l, out=out[:, i0:i1])  # a / l
+        else:
+            rows.append(acc / l)
+    if not inplace:
+        out = torch.cat(rows, dim=1)  # (N, L_q, d_v)
+    return out.reshape(*tiles.lead, L_q, d_v).to(tiles.dtype)
+# --8<-- [end:online_softmax]
+
+
+def _weights(tiles, scale, bq, bk, inplace):
+    """P, tile by tile: pass 1 computes each tile's scores and each row's online max and normaliser,
+    pass 2 turns the tiles into exp(s - m) / l (in place, in the result, unless under autograd)."""
+    N, L_q, L_k, ct = tiles.N, tiles.L_q, tiles.L_k, tiles.compute
+    p = torch.zeros(N, L_q, L_k, dtype=ct)  # the result itself is L_q x L_k; nothing else is
+    rows = []
+    for i0 in range(0, L_q, bq):
+        i1 = min(i0 + bq, L_q)
+        qs = tiles.q[:, i0:i1] * scale
+        m = torch.full((N, i1 - i0, 1), -math.inf, dtype=ct)
+        l = torch.zeros(N, i1 - i0, 1, dtype=ct)
+        tiles_of_row = []
+        for j0 in range(0, tiles.key_range(i0, i1), bk):  # pass 1
+            j1 = min(j0 + bk, L_k)
+            s = _masked_scores(tiles, qs, i0, i1, j0, j1, p[:, i0:, j0:] if inplace else None)
+            if s is None:
+                continue  # a skipped tile stays 0
+            tiles_of_row.append((j0, j1, s))
+            m_new, shift = _new_max(m, s)
+            l = l * torch.exp(m - shift) + torch.exp(s - shift).sum(dim=-1, keepdim=True)
+            m = m_new
+        shift = m.masked_fill(m == -math.inf, 0.0)
+        inv = torch.where(l > 0, 1.0 / torch.where(l > 0, l, 1.0), 0.0)  # 0 for a row with no visible key
+        if inplace:
+            for _, _, s in tiles_of_row:  # pass 2: P = exp(s - m) / l
+                s.sub_(shift).exp_().mul_(inv)
+        else:
+            row = [torch.zeros(N, i1 - i0, L_k, dtype=ct)]
+            for j0, j1, s in tiles_of_row:
+                row.append(F.pad(torch.exp(s - shift) * inv, (j0, L_k - j1)))  # the tile, in place in its row
+            rows.append(sum(row))
+    if not inplace:
+        p = torch.cat(rows, dim=1)  # (N, L_q, L_k)
+    return p.reshape(*tiles.lead, L_q, L_k).to(tiles.dtype)
+
+
+def scaled_dot_product_attention(q, k, v, mask=None, is_causal=False, scale=None, block_q=None, block_k=None):
+    """softmax(Q K^T * scale) V by online softmax; q (..., L_q, d_k), k (..., L_k, d_k), v (..., L_k, d_v)."""
+    check_attention(q, k, v, mask=mask)
+    bq, bk = _block_sizes(block_q, block_k)
+    return _attend(_Tiles(q, k, mask, is_causal, v), _scale(q.shape[-1], scale), bq, bk, not _needs_grad(q, k, v))
+
+
+def attention_weights(q, k, mask=None, is_causal=False, scale=None, block_q=None, block_k=None):
+    """P = softmax(Q K^T * scale) over visible keys, computed tile by tile; (..., L_q, L_k)."""
+    check_attention(q, k, mask=mask)
+    bq, bk = _block_sizes(block_q, block_k)
+    return _weights(_Tiles(q, k, mask, is_causal), _scale(q.shape[-1], scale), bq, bk, not _needs_grad(q, k))
+
+
+def _linear(x, w, b):
+    """y = x W + b; F.linear wants nn.Linear's (out, in) weight, so it gets W^T (a view)."""
+    return F.linear(x, w.t(), b)
+
+
+def multi_head_attention(query, key, value, weights, num_heads, mask=None, is_causal=False,
+                         block_q=None, block_k=None):
+    """Concat(head_1..head_H) W^O + b_O with chunked heads; query (B, L_q, D), key/value (B, L_k, D)."""
+    d_k, _ = check_multi_head(query, key, value, weights, num_heads, mask)
+    bq, bk = _block_sizes(block_q, block_k)
+    # 1) project and split: (B, L, D) -> (B, H, L, d_k)
+    q = split_heads(_linear(query, weights["w_q"], weights.get("b_q")), num_heads)
+    k = split_heads(_linear(key, weights["w_k"], weights.get("b_k")), num_heads)
+    v = split_heads(_linear(value, weights["w_v"], weights.get("b_v")), num_heads)
+    # 2) attend, all heads at once, one query block at a time
+    inplace = not _needs_grad(q, k, v)
+    heads = _attend(_Tiles(q, k, mask, is_causal, v), 1.0 / math.sqrt(d_k), bq, bk, inplace)  # (B, H, L_q, d_k)
+    # 3) concat along the features, then W^O
+    return _linear(merge_heads(heads), weights["w_o"], weights.get("b_o"))  # (B, L_q, D)

@@ -1,0 +1,234 @@
+"""Chapter: efficient attention (docs/efficient.md). Claims EFF-1 .. EFF-5.
+
+Seed 001 §4.1: the naive implementation needs O(s²) memory, too much for long sequences
+(s > 1024); the remedies are splitting the big matrix into blocks and FlashAttention.
+Done with an online softmax, blocks change nothing but the order of the arithmetic:
+
+    for each query block Q_i, for each key block (K_j, V_j):
+        m' = max(m, rowmax S_ij)     l' = e^(m - m') l + rowsum e^(S_ij - m')     a' = e^(m - m') a + e^(S_ij - m') V_j
+    out_i = a / l                    (S_ij = scale Q_i K_j^T, hidden keys at -inf)
+
+so chunked attention must equal naive attention for every block size (EFF-1), keep its
+peak memory O(L) (EFF-2), and flash kernels must match naive attention within the
+low-precision rule of DESIGN.md (EFF-3).
+
+Block sizes reach an implementation as keyword arguments, `block_q` (queries per tile)
+and `block_k` (keys per streamed block), of `scaled_dot_product_attention`,
+`attention_weights` and `multi_head_attention`. An implementation whose functions do
+not take them has no settable blocks: its EFF-1 and EFF-2 are "not implemented".
+"""
+
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import reference
+from spec_tests.harness import check, memory
+from spec_tests.harness.strategies import SEEDS, AttentionCase, attention_cases, mha_cases, normal, random_mask
+from spec_tests.harness.subject import not_applicable
+
+claim = pytest.mark.claim
+SDPA = "scaled_dot_product_attention"
+BLOCKS = ("block_q", "block_k")
+
+# Chunking multiplies the work per element by the number of tiles: short sequences keep
+# block size 1 affordable (and Triton's interpreter, which runs each tile in Python).
+CHUNK_LENGTHS = st.integers(1, 12)
+CHUNK_BATCH = st.sampled_from([(), (2,)])
+BLOCK_KINDS = ["1", "non-divisor", "L", "> L"]
+
+
+def block_size(kind: str, L: int, extra: int) -> int:
+    """A block size of the given kind for a sequence of length L: 1, one that does not divide L, L, or more."""
+    if kind == "1":
+        return 1
+    if kind == "non-divisor":
+        candidates = [b for b in range(2, L) if L % b]
+        return candidates[extra % len(candidates)] if candidates else L + 1 + extra  # L <= 3 or L = 4: b > L
+    if kind == "L":
+        return L
+    return L + 1 + extra
+
+
+@st.composite
+def blocks(draw, L_q: int, L_k: int) -> dict:
+    """block_q and block_k, each of a kind drawn from BLOCK_KINDS."""
+    kq, kk = draw(st.sampled_from(BLOCK_KINDS), label="block_q kind"), draw(st.sampled_from(BLOCK_KINDS), label="block_k kind")
+    extra = draw(st.integers(0, 7), label="extra")
+    return {"block_q": block_size(kq, L_q, extra), "block_k": block_size(kk, L_k, extra)}
+
+
+# ================================================================================== EFF-1
+@claim("EFF-1")
+@given(case=attention_cases(lengths=CHUNK_LENGTHS, batch=CHUNK_BATCH), data=st.data())
+def test_chunked_sdpa_equals_naive_for_every_block_size(impl, case, data):
+    """Any block_q, block_k (1, a non-divisor of L, L, more than L), with masks, causal, L_q != L_k: the oracle's result."""
+    impl.function(SDPA, *BLOCKS)
+    b = data.draw(blocks(case.L_q, case.L_k), label="blocks")
+    check.oracle(impl, SDPA, case.q, case.k, case.v, impl_only=b, **case.kwargs)
+
+
+@claim("EFF-1")
+@given(case=attention_cases(lengths=CHUNK_LENGTHS, batch=CHUNK_BATCH), data=st.data())
+def test_chunked_weights_equal_naive_for_every_block_size(impl, case, data):
+    """attention_weights by tiles equals the oracle's P, and is exactly 0 on every hidden key."""
+    impl.function("attention_weights", *BLOCKS)
+    b = data.draw(blocks(case.L_q, case.L_k), label="blocks")
+    p = check.oracle(impl, "attention_weights", case.q, case.k, impl_only=b, **case.kwargs)
+    hidden = ~np.broadcast_to(reference.visible(case.mask, case.is_causal, case.L_q, case.L_k), p.shape)
+    check.exactly(impl, np.where(hidden, p, 0.0), np.zeros_like(p),
+                  f"with block_q={b['block_q']}, block_k={b['block_k']}, the weight on every hidden key is exactly 0")
+
+
+@claim("EFF-1")
+@pytest.mark.parametrize("block_q, block_k", [(1, 1), (1, 4), (3, 7), (5, 1), (13, 10), (13, 64), (64, 3)],
+                         ids=lambda b: str(b))
+def test_every_block_size_gives_the_same_output(impl, block_q, block_k):
+    """One padded, causal, L_q != L_k problem (13 queries, 10 keys: prime and even) under block sizes from 1 up."""
+    impl.function(SDPA, *BLOCKS)
+    q, k, v = normal(3, (2, 13, 5)), normal(4, (2, 10, 5)), normal(5, (2, 10, 3))
+    pad = reference.padding_mask([10, 6], 10)[:, 0]  # (2, 1, 10): batch 1 has 4 pad keys
+    out = check.oracle(impl, SDPA, q, k, v, mask=pad, is_causal=True, impl_only=dict(block_q=block_q, block_k=block_k))
+    check.exactly(impl, out[:, :3], np.zeros((2, 3, 3)),
+                  "causal with 13 queries and 10 keys: the first 3 queries see no key and output exactly 0")
+
+
+@claim("EFF-1")
+@given(seed=SEEDS, L_q=CHUNK_LENGTHS, L_k=CHUNK_LENGTHS, dead=st.integers(1, 3), data=st.data())
+def test_fully_masked_rows_are_exactly_zero_in_every_block(impl, seed, L_q, L_k, dead, data):
+    """Rows that see no key output exactly 0 whatever the tiling: no NaN from a block that is all hidden."""
+    impl.function(SDPA, *BLOCKS)
+    b = data.draw(blocks(L_q, L_k), label="blocks")
+    mask = random_mask(seed, (2, L_q, L_k), 0.5, dead_rows=dead)
+    q, k, v = normal(seed, (2, L_q, 4)), normal(seed + 1, (2, L_k, 4)), normal(seed + 2, (2, L_k, 3)) + 3.0
+    out = check.oracle(impl, SDPA, q, k, v, mask=mask, impl_only=b)
+    dead_rows = ~mask.any(axis=-1)
+    check.exactly(impl, out[dead_rows], np.zeros_like(out[dead_rows]),
+                  f"with block_q={b['block_q']}, block_k={b['block_k']}, rows with no visible key output exactly 0")
+
+
+@claim("EFF-1")
+@settings(max_examples=10)
+@given(case=mha_cases(lengths=CHUNK_LENGTHS), data=st.data())
+def test_chunked_multi_head_attention_equals_naive(impl, case, data):
+    """multi_head_attention with chunked heads equals the oracle, masks and causal included."""
+    impl.function("multi_head_attention", *BLOCKS)
+    b = data.draw(blocks(case.L_q, case.L_k), label="blocks")
+    check.oracle(impl, "multi_head_attention", *case.args, impl_only=b, **case.kwargs)
+
+
+# ================================================================================== EFF-2
+EFF2_LENGTHS = (256, 512, 1024, 2048)  # chunked: the O(L) terms (inputs' copies, the output) outgrow the tiles
+CONTROL_LENGTHS = (128, 256, 512, 1024)  # naive control: an L x L matrix at each
+EFF2_BLOCK = 64
+CHUNKED_MAX_EXPONENT = 1.4  # O(L) measures ~1.0
+NAIVE_MIN_EXPONENT = 1.7  # O(L^2) measures ~2.0
+
+
+def _naive_control(impl, q, k, v):
+    """softmax(Q K^T / sqrt(d)) V written the textbook way in the implementation's own backend: an L x L matrix."""
+    if impl.backend == "numpy":
+        return reference.scaled_dot_product_attention(q, k, v)
+    import torch
+
+    return torch.softmax(q @ k.transpose(-1, -2) / q.shape[-1] ** 0.5, dim=-1) @ v
+
+
+def _peaks(impl, lengths, call):
+    """Peak extra bytes of call(q, k, v) at each length, on (2, L, 32) inputs made before measuring."""
+    peaks = []
+    for L in lengths:
+        q, k, v = (impl.native(normal(40 + i, (2, L, 32))) for i in range(3))
+        peaks.append(memory.peak_bytes(lambda: call(q, k, v), impl.backend, impl.impl.device)[1])
+    return peaks
+
+
+def write_measurement(name: str, figures: dict) -> None:
+    """Figures a test measured, as JSON under $MHA_SPEC_MEASUREMENTS (for the docs), when it is set."""
+    folder = os.environ.get("MHA_SPEC_MEASUREMENTS")
+    if folder:
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        (Path(folder) / f"{name}.json").write_text(json.dumps(figures, indent=2))
+
+
+@claim("EFF-2")
+def test_chunked_peak_memory_grows_linearly(impl, record_property):
+    """Peak extra memory at L = 256 .. 2048 (blocks of 64) grows like L^p with p < 1.4; a naive control's, p > 1.7.
+
+    p is fitted to the growth of the peak between doubling lengths (memory.growth_exponent), so
+    that the fixed cost of a tile does not pull it down; the exponent of the peaks themselves is
+    reported too. Allocations, not times: tracemalloc for NumPy, the profiler's memory events for PyTorch
+    on a CPU, max_memory_allocated on a GPU (spec_tests/harness/memory.py). The control (the
+    textbook formula in the same backend, with its L x L matrix) shows that the meter sees
+    quadratic growth where there is some.
+    """
+    fn = impl.function(SDPA, *BLOCKS)
+    chunked = _peaks(impl, EFF2_LENGTHS, lambda q, k, v: fn(q, k, v, block_q=EFF2_BLOCK, block_k=EFF2_BLOCK))
+    control = _peaks(impl, CONTROL_LENGTHS, lambda q, k, v: _naive_control(impl, q, k, v))
+    p_chunked = memory.growth_exponent(EFF2_LENGTHS, chunked)
+    p_control = memory.growth_exponent(CONTROL_LENGTHS, control)
+    figures = {
+        "impl": impl.name, "dtype": impl.dtype, "method": memory.method(impl.backend, impl.impl.device),
+        "shape": "(2, L, 32)", "block": EFF2_BLOCK,
+        "chunked": {"L": list(EFF2_LENGTHS), "peak_bytes": chunked, "growth_exponent": round(p_chunked, 3),
+                    "peak_exponent": round(memory.fitted_exponent(EFF2_LENGTHS, chunked), 3)},
+        "naive_control": {"L": list(CONTROL_LENGTHS), "peak_bytes": control, "growth_exponent": round(p_control, 3),
+                          "peak_exponent": round(memory.fitted_exponent(CONTROL_LENGTHS, control), 3)},
+    }
+    record_property("EFF-2", figures)
+    write_measurement(f"EFF-2-{impl.id}", figures)
+    print(f"EFF-2 {impl.id}: chunked peak {chunked} bytes at L={list(EFF2_LENGTHS)}, growth exponent {p_chunked:.2f}; "
+          f"naive control {control} at L={list(CONTROL_LENGTHS)}, growth exponent {p_control:.2f}")
+    check.holds(impl, p_control > NAIVE_MIN_EXPONENT,
+                "the memory meter sees the naive control's L x L matrix (its fitted exponent is near 2)",
+                [f"control peaks {control} bytes at L = {list(CONTROL_LENGTHS)}: growth exponent {p_control:.2f}, "
+                 f"expected > {NAIVE_MIN_EXPONENT}"])
+    check.holds(impl, p_chunked < CHUNKED_MAX_EXPONENT,
+                "chunked attention's peak memory grows as O(L), not O(L^2)",
+                [f"peak extra bytes {chunked} at L = {list(EFF2_LENGTHS)} with blocks of {EFF2_BLOCK}: "
+                 f"growth exponent {p_chunked:.2f}, expected < {CHUNKED_MAX_EXPONENT} (the naive control's is "
+                 f"{p_control:.2f}); something of size L x L (or L x block-count) is being allocated"])
+
+
+# ================================================================================== EFF-3
+# FlashAttention's own tests use odd sizes on purpose (head dims 59, 111; lengths 113, 203),
+# L_q < L_k and L_q > L_k. Flash kernels take no arbitrary mask: no mask or causal, here.
+FLASH_CASES = [
+    # (batch, L_q, L_k, d, is_causal)
+    ((2, 3), 128, 128, 64, False),
+    ((2, 3), 128, 128, 64, True),
+    ((1, 2), 113, 203, 64, False),
+    ((1, 2), 113, 203, 128, True),  # bottom-right causal: every query sees 91 keys or more
+    ((1, 2), 203, 113, 32, True),  # L_q > L_k: the first 90 queries see no key and output exactly 0
+    ((1, 4), 1, 239, 64, True),  # one decoding step against a cache of 239 keys
+    ((2, 1), 97, 97, 59, False),  # a head dim no kernel tile fits
+]
+
+
+@claim("EFF-3")
+@pytest.mark.parametrize("batch, L_q, L_k, d, is_causal", FLASH_CASES,
+                         ids=[f"{'x'.join(map(str, b))}-{lq}x{lk}-d{d}{'-causal' if c else ''}"
+                              for b, lq, lk, d, c in FLASH_CASES])
+def test_flash_attention_matches_naive(impl, batch, L_q, L_k, d, is_causal):
+    """At flash kernels' sizes, the result is the oracle's within DESIGN.md's rule for the dtype:
+    in float16/bfloat16 at most 2x the error of the naive attention computed in that dtype, plus a floor."""
+    case = AttentionCase(batch, L_q, L_k, d, d, seed=L_q + L_k + d, is_causal=is_causal)
+    out = check.oracle(impl, SDPA, case.q, case.k, case.v, is_causal=is_causal)
+    if is_causal and L_q > L_k:
+        dead = L_q - L_k
+        check.exactly(impl, out[..., :dead, :], np.zeros((*batch, dead, d)),
+                      f"causal with L_q={L_q} > L_k={L_k}: the first {dead} queries see no key and output exactly 0")
+
+
+@claim("EFF-3")
+@given(seed=SEEDS, L=st.sampled_from([64, 65, 127]), d=st.sampled_from([16, 64]), std=st.sampled_from([1.0, 3.0]))
+@settings(max_examples=6)
+def test_flash_attention_with_peaked_scores_matches_naive(impl, seed, L, d, std):
+    """Large scores (q, k of std 3) make rows peaked: the online rescaling exp(m - m') must stay exact."""
+    q, k, v = normal(seed, (1, 2, L, d), std), normal(seed + 1, (1, 2, L, d), std), normal(seed + 2, (1, 2, L, d))
+    check.oracle(impl, SDPA, q, k, v, is_causal=True)
