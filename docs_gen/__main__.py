@@ -37,9 +37,14 @@ def run_spec(path: Path) -> str:
     """Run the whole specification with a JSON report; a failing implementation is data, not an error."""
     path.parent.mkdir(parents=True, exist_ok=True)
     args = ["pytest", *SPEC_ARGS, "--spec-report", _shown(path)]
-    print("docs_gen: " + shlex.join(args), flush=True)
-    code = subprocess.call([sys.executable, "-m", *args], cwd=ROOT)
+    log = path.with_suffix(".log")
+    print(f"docs_gen: {shlex.join(args)}  (output in {_shown(log)})", flush=True)
+    with open(log, "w") as out:  # thousands of lines, the template's failures among them: keep them in a file
+        code = subprocess.call([sys.executable, "-m", *args], cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
+    lines = log.read_text(errors="replace").splitlines()
+    print("docs_gen: " + (lines[-1] if lines else "(no output)"), flush=True)
     if not path.exists():
+        print("\n".join(lines[-40:]), flush=True)
         raise SystemExit(f"docs_gen: the suite wrote no report (pytest exit code {code})")
     _command_file(path).write_text(shlex.join(args) + "\n")
     return shlex.join(args)
