@@ -1,0 +1,98 @@
+"""Chapter: precision (docs/precision.md). Claims PREC-1, PREC-2.
+
+Seed 001 §4.2: mixed precision (FP16 with FP32) speeds training up; LayerNorm must stay in
+FP32. What an implementation in float16 or bfloat16 owes (DESIGN.md, "Comparing numbers"):
+
+    |out - oracle_float64| <= 2 * |naive_dtype - oracle_float64| + 8 ulp(dtype) * size
+
+where naive_dtype is the reference code run in that dtype, each operation accumulating in
+float32 and rounding its result, as PyTorch does (spec_tests/harness/tolerance.py). An
+implementation that keeps its softmax and accumulators in float32 (every flash kernel)
+errs less than the naive one; one that lets exp() overflow, or sums in float16, errs more.
+
+Also in this chapter's territory, tested with their own chapters: MASK-6 (masked attention
+in low precision, test_masks.py) and LN-7's low-precision half (test_layer_norm.py).
+"""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import reference
+from spec_tests.harness import check, tolerance
+from spec_tests.harness.strategies import SEEDS, attention_cases, mha_cases, normal
+from spec_tests.harness.subject import not_applicable
+
+claim = pytest.mark.claim
+SDPA = "scaled_dot_product_attention"
+LOW = ("float16", "bfloat16")
+
+# Rows long enough for float16 sums to lose digits; scores large enough (q, k of std 2.5:
+# scores of std ~6, maxima ~20) that exp() without the row maximum overflows float16 (> 11.1).
+ROW_LENGTHS = st.sampled_from([1, 7, 33, 130])
+LOW_PRECISION_CASES = st.one_of(
+    attention_cases(lengths=ROW_LENGTHS, batch=st.sampled_from([(), (2,)]), magnitude=1.0),
+    attention_cases(lengths=ROW_LENGTHS, batch=st.sampled_from([(), (2,)]), magnitude=2.5),
+)
+
+
+def _low_precision_only(impl, what: str) -> None:
+    if impl.dtype not in LOW:
+        not_applicable(f"{what} is about float16 and bfloat16, and this run is {impl.dtype}")
+
+
+# ---------------------------------------------------------------------------------- PREC-1
+@claim("PREC-1")
+@given(case=LOW_PRECISION_CASES)
+def test_low_precision_attention_is_within_the_rule(impl, case):
+    """float16/bfloat16 attention, masked or causal, long rows and large scores: within 2x the naive error + floor."""
+    _low_precision_only(impl, "PREC-1")
+    out = check.oracle(impl, SDPA, case.q, case.k, case.v, **case.kwargs)
+    check.holds(impl, bool(np.isfinite(out).all()), f"{impl.dtype} attention is finite", arrays=[out])
+
+
+@claim("PREC-1")
+@given(seed=SEEDS, L=ROW_LENGTHS, offset=st.sampled_from([30.0, -200.0]))
+def test_low_precision_attention_with_offset_values(impl, seed, L, offset):
+    """Values far from 0 (v = offset + noise): the weights must still sum to 1 closely, or the output drifts."""
+    _low_precision_only(impl, "PREC-1")
+    q, k = normal(seed, (2, L, 16)), normal(seed + 1, (2, L, 16))
+    v = normal(seed + 2, (2, L, 8), 1.0, offset)
+    check.oracle(impl, SDPA, q, k, v, is_causal=True)
+
+
+@claim("PREC-1")
+@settings(max_examples=15)
+@given(case=mha_cases())
+def test_low_precision_multi_head_attention_is_within_the_rule(impl, case):
+    """float16/bfloat16 multi-head attention (projections, heads, W^O) against the float64 oracle, within the rule."""
+    _low_precision_only(impl, "PREC-1")
+    check.oracle(impl, "multi_head_attention", *case.args, **case.kwargs)
+
+
+# ---------------------------------------------------------------------------------- PREC-2
+@claim("PREC-2")
+@given(seed=SEEDS, D=st.sampled_from([64, 256, 1024]), mean=st.sampled_from([0.0, 300.0]),
+       low=st.sampled_from(LOW))
+def test_layer_norm_runs_in_float32_under_autocast(impl, seed, D, mean, low):
+    """Inside torch.autocast(dtype=float16/bfloat16), layer_norm of float32 input returns float32, as accurate
+    as float32: autocast lowers matmuls, and statistics computed by one (x @ 1/D) would lose ~3 digits."""
+    if impl.backend != "torch":
+        not_applicable(f"autocast is PyTorch's, and {impl.name} is a {impl.backend} implementation")
+    if impl.dtype != "float32":
+        not_applicable(f"autocast lowers float32 work to {low}; this run is {impl.dtype}")
+    import torch
+
+    x, g, b = normal(seed, (4, D), 1.0, mean), normal(seed + 1, (D,), 0.5, 1.0), normal(seed + 2, (D,))
+    native = impl.native((x, g, b))
+    with torch.autocast(device_type=impl.impl.device, dtype=getattr(torch, low)):
+        y = impl.call_native("layer_norm", *native)
+    check.holds(impl, y.dtype == torch.float32,
+                f"under torch.autocast({low}), layer_norm of a float32 input returns float32",
+                [f"seen dtype {y.dtype}"])
+    r = impl.round((x, g, b))
+    expected = reference.layer_norm(*r)
+    in_float32 = tolerance.yardstick(reference.layer_norm, r, {}, "float32")
+    check.compare(impl, impl.to_numpy(y), expected, tolerance.oracle_bound("float32", expected, in_float32),
+                  f"layer_norm under torch.autocast({low}) against the float64 oracle, within the float32 rule")
