@@ -1,0 +1,78 @@
+"""The `flash-attn` package's kernel (FlashAttention-2, Dao 2023) on a CUDA GPU; follows DESIGN.md.
+
+Seed 001 §4.1 calls `flash_attention(q, k, v)` from `flash_attn`; its current entry point is
+`flash_attn_func(q, k, v, dropout_p, softmax_scale, causal)` on (batch, seqlen, heads, head_dim)
+tensors in float16/bfloat16. Since flash-attn 2.1 its causal mask is bottom-right aligned,
+the contract's. It takes no arbitrary mask and needs one head dim for q, k and v (<= 256):
+other inputs go to impls/torch_sdpa (PyTorch chooses the backend), so the claims still hold.
+Queries that see no key (causal with L_q > L_k) are set to exactly 0 here.
+
+Without the package (`pip install flash-attn`, which needs a CUDA toolchain) or without a GPU,
+the suite reports this implementation as unavailable, with the reason.
+"""
+
+import math
+
+import flash_attn
+import torch
+from flash_attn import flash_attn_func
+
+from impls import torch_sdpa
+from impls.torch_sdpa import attention_weights, layer_norm, merge_heads, sinusoidal_positional_encoding, split_heads
+from reference.checks import check_attention, check_multi_head
+
+BACKEND = "torch"
+DEVICE = "cuda"
+DTYPES = ("float16", "bfloat16")
+_VERSION = tuple(int(p) for p in flash_attn.__version__.split(".")[:2] if p.isdigit())
+if _VERSION < (2, 1):
+    UNAVAILABLE = f"flash-attn {flash_attn.__version__} aligns causal masks top-left; 2.1 or later is needed"
+
+__all__ = ["BACKEND", "DEVICE", "DTYPES", "attention_weights", "layer_norm", "merge_heads", "multi_head_attention",
+           "scaled_dot_product_attention", "sinusoidal_positional_encoding", "split_heads"]
+
+
+def _applies(q, k, v, mask) -> bool:
+    d = q.shape[-1]
+    return (mask is None and q.is_cuda and q.dtype in (torch.float16, torch.bfloat16)
+            and k.shape[-1] == d and v.shape[-1] == d and d <= 256)
+
+
+def _flash(q, k, v, is_causal, scale):
+    """flash_attn_func on q (*lead, L_q, d), k, v (*lead, L_k, d); no input checks."""
+    lead = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+    L_q, d = q.shape[-2], q.shape[-1]
+
+    def bshd(x):  # (*lead, L, d) -> (N, L, 1, d): flash-attn's (batch, seqlen, heads, head_dim)
+        return x.expand(*lead, *x.shape[-2:]).reshape(-1, x.shape[-2], 1, d).contiguous()
+
+    out = flash_attn_func(bshd(q), bshd(k), bshd(v), dropout_p=0.0, softmax_scale=scale, causal=is_causal)
+    out = out[:, :, 0, :].reshape(*lead, L_q, d)  # (*lead, L_q, d)
+    L_k = k.shape[-2]
+    if is_causal and L_q > L_k:  # the first L_q - L_k queries see no key: exactly 0
+        out = out.clone()
+        out[..., : L_q - L_k, :] = 0.0
+    return out
+
+
+def _attend(q, k, v, mask, is_causal, scale):
+    if _applies(q, k, v, mask):
+        return _flash(q, k, v, is_causal, scale)
+    q, k, v = torch_sdpa._broadcast_leading(q, k, v)
+    return torch_sdpa._attend(q, k, v, mask, is_causal, scale)
+
+
+def scaled_dot_product_attention(q, k, v, mask=None, is_causal=False, scale=None):
+    """softmax(Q K^T * scale) V; q (..., L_q, d_k), k (..., L_k, d_k), v (..., L_k, d_v) -> (..., L_q, d_v)."""
+    check_attention(q, k, v, mask=mask)
+    return _attend(q, k, v, mask, is_causal, 1.0 / math.sqrt(q.shape[-1]) if scale is None else float(scale))
+
+
+def multi_head_attention(query, key, value, weights, num_heads, mask=None, is_causal=False):
+    """Concat(head_1..head_H) W^O + b_O, heads by flash-attn; query (B, L_q, D), key/value (B, L_k, D)."""
+    d_k, _ = check_multi_head(query, key, value, weights, num_heads, mask)
+    q = split_heads(torch_sdpa._linear(query, weights["w_q"], weights.get("b_q")), num_heads)  # (B, H, L_q, d_k)
+    k = split_heads(torch_sdpa._linear(key, weights["w_k"], weights.get("b_k")), num_heads)  # (B, H, L_k, d_k)
+    v = split_heads(torch_sdpa._linear(value, weights["w_v"], weights.get("b_v")), num_heads)
+    heads = _attend(q, k, v, mask, is_causal, 1.0 / math.sqrt(d_k))  # (B, H, L_q, d_k)
+    return torch_sdpa._linear(merge_heads(heads), weights["w_o"], weights.get("b_o"))  # (B, L_q, D)

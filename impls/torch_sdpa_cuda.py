@@ -1,0 +1,88 @@
+"""PyTorch's fused attention on a CUDA GPU, with the FlashAttention backend forced where it applies; follows DESIGN.md.
+
+Claim EFF-3 is about flash kernels, and `F.scaled_dot_product_attention` chooses its backend
+itself (flash, memory-efficient, cuDNN or math). Here the flash backend is forced, with
+`torch.nn.attention.sdpa_kernel(SDPBackend.FLASH_ATTENTION)`, whenever the inputs are what it
+takes: float16/bfloat16, no mask (flash kernels take none, only causal), one head dim for q,
+k and v, a multiple of 8 and at most 256. Everything else (a mask, head dims 59 or 300, ...)
+goes to impls/torch_sdpa, which lets PyTorch choose.
+
+Causal alignment: the contract's is bottom-right (DESIGN.md), PyTorch's `is_causal` is
+top-left. They agree when L_q == L_k; otherwise the mask is
+`torch.nn.attention.bias.causal_lower_right(L_q, L_k)`, which PyTorch dispatches to the flash
+kernel's own bottom-right causal mode. Queries that see no key (causal with L_q > L_k) are
+set to exactly 0 here, whatever the kernel leaves there.
+
+On a machine without a GPU the suite reports this implementation as unavailable (DEVICE).
+"""
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
+from torch.nn.attention.bias import causal_lower_right
+
+from impls import torch_sdpa
+from impls.torch_sdpa import attention_weights, layer_norm, merge_heads, sinusoidal_positional_encoding, split_heads
+from reference.checks import check_attention, check_multi_head
+
+BACKEND = "torch"
+DEVICE = "cuda"
+DTYPES = ("float16", "bfloat16")
+
+__all__ = ["BACKEND", "DEVICE", "DTYPES", "attention_weights", "flash_applies", "layer_norm", "merge_heads",
+           "multi_head_attention", "scaled_dot_product_attention", "sinusoidal_positional_encoding", "split_heads"]
+
+
+def flash_applies(q, k, v, mask) -> bool:
+    """Can the flash backend take these inputs? (dtype, device, no mask, one head dim: a multiple of 8, <= 256)."""
+    d = q.shape[-1]
+    return (mask is None and q.is_cuda and q.dtype in (torch.float16, torch.bfloat16)
+            and k.shape[-1] == d and v.shape[-1] == d and d % 8 == 0 and d <= 256)
+
+
+def _flash(q, k, v, is_causal, scale):
+    """The flash kernel on q (*lead, L_q, d), k, v (*lead, L_k, d); no input checks."""
+    lead = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+    L_q, L_k, d = q.shape[-2], k.shape[-2], q.shape[-1]
+
+    def four_d(x):  # the flash kernel wants (batch, heads, L, d): all leading dims become the batch
+        return x.expand(*lead, *x.shape[-2:]).reshape(-1, 1, *x.shape[-2:])  # (N, 1, L, d)
+
+    q4, k4, v4 = four_d(q), four_d(k), four_d(v)
+    with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+        if is_causal and L_q != L_k:  # bottom-right aligned: PyTorch's is_causal would be top-left
+            out = F.scaled_dot_product_attention(q4, k4, v4, attn_mask=causal_lower_right(L_q, L_k), scale=scale)
+        else:
+            out = F.scaled_dot_product_attention(q4, k4, v4, is_causal=is_causal, scale=scale)
+    out = out.reshape(*lead, L_q, d)  # (*lead, L_q, d)
+    if is_causal and L_q > L_k:  # the first L_q - L_k queries see no key: exactly 0 (out is our own tensor)
+        out[..., : L_q - L_k, :] = 0.0
+    return out
+
+
+def _attend(q, k, v, mask, is_causal, scale):
+    if flash_applies(q, k, v, mask):
+        return _flash(q, k, v, is_causal, scale)
+    q, k, v = torch_sdpa._broadcast_leading(q, k, v)
+    return torch_sdpa._attend(q, k, v, mask, is_causal, scale)  # PyTorch chooses the backend
+
+
+def scaled_dot_product_attention(q, k, v, mask=None, is_causal=False, scale=None):
+    """softmax(Q K^T * scale) V; q (..., L_q, d_k), k (..., L_k, d_k), v (..., L_k, d_v) -> (..., L_q, d_v)."""
+    check_attention(q, k, v, mask=mask)
+    return _attend(q, k, v, mask, is_causal, 1.0 / math.sqrt(q.shape[-1]) if scale is None else float(scale))
+
+
+def multi_head_attention(query, key, value, weights, num_heads, mask=None, is_causal=False):
+    """Concat(head_1..head_H) W^O + b_O, heads by the flash kernel; query (B, L_q, D), key/value (B, L_k, D)."""
+    d_k, _ = check_multi_head(query, key, value, weights, num_heads, mask)
+    # 1) project and split: (B, L, D) -> (B, H, L, d_k)
+    q = split_heads(torch_sdpa._linear(query, weights["w_q"], weights.get("b_q")), num_heads)
+    k = split_heads(torch_sdpa._linear(key, weights["w_k"], weights.get("b_k")), num_heads)
+    v = split_heads(torch_sdpa._linear(value, weights["w_v"], weights.get("b_v")), num_heads)
+    # 2) attend
+    heads = _attend(q, k, v, mask, is_causal, 1.0 / math.sqrt(d_k))  # (B, H, L_q, d_k)
+    # 3) concat along the features, then W^O
+    return torch_sdpa._linear(merge_heads(heads), weights["w_o"], weights.get("b_o"))  # (B, L_q, D)
