@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import shlex
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
-from docs_gen import ARTIFACTS, DOCS, FRAGMENTS, ROOT, benchmarks, claims_pages, conformance
+from docs_gen import ARTIFACTS, DOCS, FRAGMENTS, ROOT, benchmarks, claims_pages, conformance, measurements
+from docs_gen.spec_source import load_catalogue
 
 SPEC_REPORT = ARTIFACTS / "spec-report.json"
 BENCH_JSON = ARTIFACTS / "benchmarks.json"
+MEASUREMENTS = ARTIFACTS / "measurements"  # figures tests record ($MHA_SPEC_MEASUREMENTS), e.g. EFF-2's memory
 BENCH_DIR = ROOT / "spec_tests" / "benchmarks"
 # The conformance run: every built-in that can run here, and the untouched template, whose row
 # shows what a learner's first run looks like. -n 2: pytest-xdist over two cores.
@@ -39,8 +43,11 @@ def run_spec(path: Path) -> str:
     args = ["pytest", *SPEC_ARGS, "--spec-report", _shown(path)]
     log = path.with_suffix(".log")
     print(f"docs_gen: {shlex.join(args)}  (output in {_shown(log)})", flush=True)
+    if MEASUREMENTS.exists():
+        shutil.rmtree(MEASUREMENTS)  # only this run's figures
+    env = dict(os.environ, MHA_SPEC_MEASUREMENTS=str(MEASUREMENTS))
     with open(log, "w") as out:  # thousands of lines, the template's failures among them: keep them in a file
-        code = subprocess.call([sys.executable, "-m", *args], cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
+        code = subprocess.call([sys.executable, "-m", *args], cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, env=env)
     lines = log.read_text(errors="replace").splitlines()
     print("docs_gen: " + (lines[-1] if lines else "(no output)"), flush=True)
     if not path.exists():
@@ -114,12 +121,18 @@ def main(argv: list[str] | None = None) -> int:
     written = claims_pages.write_all(DOCS, FRAGMENTS)
     print(f"docs_gen: {len(written)} claim, pitfall and test-source pages", flush=True)
 
+    chapters, catalogue = load_catalogue()
     if spec_report.exists():
         conformance.write(spec_report, DOCS / "conformance.md", spec_cmd or _recorded_command(spec_report))
         print(f"docs_gen: docs/conformance.md from {spec_report}", flush=True)
-    elif not (DOCS / "conformance.md").exists():
+        created = json.loads(spec_report.read_text()).get("created")
+        measurements.write_all(chapters, catalogue, MEASUREMENTS, FRAGMENTS, created)
+        print(f"docs_gen: measurement fragments from {_shown(MEASUREMENTS)}", flush=True)
+    elif not all((FRAGMENTS / f"{c}.measurements.md").exists() for c in chapters):
+        measurements.write_all(chapters, catalogue, None, FRAGMENTS)
+    if not spec_report.exists() and not (DOCS / "conformance.md").exists():
         raise SystemExit(f"docs_gen: no spec report at {spec_report}; run `python -m docs_gen --run`")
-    else:
+    elif not spec_report.exists():
         print(f"docs_gen: no spec report at {spec_report}; docs/conformance.md left as it is", flush=True)
 
     assets = DOCS / "assets" / "benchmarks"

@@ -88,3 +88,21 @@ def test_benchmark_page_tables_and_plots(tmp_path):
     gflops = 4 * 2 * 512 * 512 * 8 / (4.0 * 512**2 * 1e-9) / 1e9  # flops over the median
     assert f"| 512 | `naive` | {benchmarks.fmt_time(4.0 * 512**2 * 1e-9)} | {gflops:.3g} |" in page
     assert math.isfinite(gflops) and "Test CPU" in page
+
+
+def test_measurements_fragment_summarises_and_folds_the_figures(tmp_path):
+    measurements = pytest.importorskip("docs_gen.measurements")
+    from docs_gen import spec_source
+
+    figures = {"impl": "mine", "dtype": "float32",
+               "chunked": {"L": [256, 512], "peak_bytes": [1024, 2048], "growth_exponent": 1.0},
+               "naive_control": {"L": [128, 256], "peak_bytes": [4096, 16384], "growth_exponent": 2.0}}
+    (tmp_path / "EFF-2-mine-float32.json").write_text(__import__("json").dumps(figures))
+    (tmp_path / "SDPA-1-other.json").write_text("{}")  # another chapter's: not on this page
+    chapters, catalogue = spec_source.load_catalogue()
+    page = measurements.fragment(chapters["efficient"], catalogue, tmp_path, "2026-01-01")
+    assert "| [EFF-2](#eff-2) | `mine-float32` | growth exponent 1.0 | growth exponent 2.0 |" in page, page
+    assert '??? info "EFF-2: mine-float32"' in page and "    | 512 | 2 KiB |" in page
+    assert "SDPA-1" not in page
+    empty = measurements.fragment(chapters["sdpa"], catalogue, tmp_path / "missing", None)
+    assert "No test of this chapter recorded measurements" in empty
