@@ -1,0 +1,115 @@
+"""Benchmark settings: sizes, dtypes and threads, from the environment; and the `bench` helper.
+
+    MHA_SPEC_BENCH_SIZE      tiny | default | large   (tiny: every case once, in seconds, for CI)
+    MHA_SPEC_BENCH_DTYPES    comma list of dtypes to benchmark (default float32 on a CPU,
+                             float16,bfloat16 on a GPU); an implementation is benchmarked in
+                             those of its DTYPES that are listed
+    MHA_SPEC_BENCH_THREADS   threads for PyTorch's intra-op pool and for BLAS (default: all cores)
+
+Every case times the implementation's own call on its own arrays (converted before the timed
+region; on a GPU the timed call ends with torch.cuda.synchronize()), then measures the peak
+extra memory of one more call (spec_tests/harness/memory.py), and records in extra_info:
+impl, op, dtype, device, B, H, L (= L_q), L_k, d, D, causal, flops, gflops, peak_bytes,
+memory_method, threads.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from spec_tests.harness import memory
+
+SIZE = os.environ.get("MHA_SPEC_BENCH_SIZE", "default")
+if SIZE not in ("tiny", "default", "large"):
+    raise pytest.UsageError(f"MHA_SPEC_BENCH_SIZE must be tiny, default or large, got {SIZE!r}")
+
+
+def _default_dtypes() -> str:
+    try:
+        import torch
+
+        return "float16,bfloat16" if torch.cuda.is_available() else "float32"
+    except ModuleNotFoundError:
+        return "float32"
+
+
+DTYPES = {d.strip() for d in os.environ.get("MHA_SPEC_BENCH_DTYPES", _default_dtypes()).split(",") if d.strip()}
+THREADS = int(os.environ.get("MHA_SPEC_BENCH_THREADS") or os.cpu_count() or 1)
+TARGET_SECONDS = 0.05 if SIZE == "tiny" else 2.0  # time spent timing one case (at least MIN_ROUNDS rounds)
+MIN_ROUNDS, MAX_ROUNDS = (1, 3) if SIZE == "tiny" else (3, 50)
+
+
+HERE = Path(__file__).resolve().parent
+
+
+def pytest_collection_modifyitems(config, items):
+    """Benchmark each implementation only in the dtypes asked for (this hook sees every item: only ours)."""
+    keep, drop = [], []
+    for item in items:
+        subject = getattr(item, "callspec", None) and item.callspec.params.get("impl")
+        ours = Path(str(item.path)).resolve().parent == HERE
+        (drop if ours and subject is not None and subject.dtype not in DTYPES else keep).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
+
+
+@pytest.fixture(scope="session", autouse=True)
+def threads():
+    """All benchmarks run with THREADS threads in PyTorch and in BLAS (threadpoolctl), restored afterwards."""
+    limiter = None
+    try:
+        from threadpoolctl import threadpool_limits
+
+        limiter = threadpool_limits(limits=THREADS)
+    except ModuleNotFoundError:  # BLAS keeps its own default (set OPENBLAS_NUM_THREADS / MKL_NUM_THREADS)
+        pass
+    try:
+        import torch
+
+        before = torch.get_num_threads()
+        torch.set_num_threads(THREADS)
+    except ModuleNotFoundError:
+        torch = None
+    yield THREADS
+    if torch is not None:
+        torch.set_num_threads(before)
+    if limiter is not None:
+        limiter.restore_original_limits()
+
+
+def _synchronised(fn, device):
+    if device != "cuda":
+        return fn
+    import torch
+
+    def run(*args, **kwargs):
+        out = fn(*args, **kwargs)
+        torch.cuda.synchronize()
+        return out
+
+    return run
+
+
+def run_case(benchmark, impl, fname: str, args: tuple, kwargs: dict, info: dict, flops: float | None) -> None:
+    """Time impl.fname(*args, **kwargs) on native arrays, measure its peak memory, record extra_info."""
+    fn = _synchronised(impl.function(fname, *kwargs), impl.impl.device)
+    native_args, native_kwargs = impl.native(args), impl.native(kwargs)
+    start = time.perf_counter()
+    fn(*native_args, **native_kwargs)  # warm-up (and the measure of how many rounds fit the time budget)
+    once = max(time.perf_counter() - start, 1e-6)
+    rounds = max(MIN_ROUNDS, min(MAX_ROUNDS, int(TARGET_SECONDS / once)))
+    benchmark.group = f"{info['op']} {info['shape']}"
+    benchmark.pedantic(fn, args=native_args, kwargs=native_kwargs, rounds=rounds, iterations=1)
+    _, peak = memory.peak_bytes(lambda: fn(*native_args, **native_kwargs), impl.backend, impl.impl.device)
+    stats = getattr(benchmark, "stats", None)
+    mean = stats.stats.mean if stats is not None else None
+    benchmark.extra_info.update(
+        info, impl=impl.name, dtype=impl.dtype, device=impl.impl.device, threads=THREADS,
+        flops=flops, gflops=(flops / mean / 1e9) if flops and mean else None,
+        peak_bytes=int(peak), memory_method=memory.method(impl.backend, impl.impl.device),
+    )
