@@ -71,11 +71,15 @@ __all__ = ["BACKEND", "DEVICE", "DTYPES", "BLOCK_Q", "BLOCK_K", "merge_heads", "
 def _flash_forward(Q, K, V, Out, Mask, MaskBase,
                    stride_qn, stride_qm, stride_kn, stride_km, stride_vn, stride_vm, stride_on, stride_om,
                    stride_mr, stride_mc,
-                   L_q, L_k, d_k, d_v, scale, causal_offset,
-                   STEP_M: tl.constexpr, STEP_N: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                   L_q, L_k, d_k, d_v, scale, causal_offset, STEP_M, STEP_N,
+                   BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                    BLOCK_DK: tl.constexpr, BLOCK_DV: tl.constexpr,
                    HAS_MASK: tl.constexpr, IS_CAUSAL: tl.constexpr, IEEE: tl.constexpr):
-    """Program (i, n): out[n, i*STEP_M : (i+1)*STEP_M] by online softmax over key blocks of STEP_N."""
+    """Program (i, n): out[n, i*STEP_M : (i+1)*STEP_M] by online softmax over key blocks of STEP_N.
+
+    STEP_M, STEP_N (the logical blocks) are runtime values, so that block sizes compile once per
+    power-of-two tile BLOCK_M, BLOCK_N (>= STEP), not once per size.
+    """
     pid_m = tl.program_id(0)
     n = tl.program_id(1).to(tl.int64)
     rows = tl.arange(0, BLOCK_M)
@@ -133,7 +137,12 @@ def _flash_forward(Q, K, V, Out, Mask, MaskBase,
              mask=row_ok[:, None] & (offs_dv[None, :] < d_v))
 
 
-_kernel = triton.jit(_flash_forward)  # compiled on a GPU; an interpreted function under TRITON_INTERPRET=1
+# Compiled on a GPU (an interpreted function under TRITON_INTERPRET=1). Triton compiles again for each
+# integer argument that turns 1 or divisible by 16; only the row strides (the head dims, which decide
+# whether loads vectorise) keep that, so that lengths and blocks do not each cost a compilation.
+_kernel = triton.jit(_flash_forward, do_not_specialize=[
+    "stride_qn", "stride_kn", "stride_vn", "stride_on", "stride_mr", "stride_mc",
+    "L_q", "L_k", "d_k", "d_v", "causal_offset", "STEP_M", "STEP_N"])
 
 
 def _tile(n):
@@ -182,8 +191,8 @@ def _attend(q, k, v, mask, is_causal, scale, block_q, block_k):
         q3, k3, v3, out, mask_bytes, bases,
         q3.stride(0), q3.stride(1), k3.stride(0), k3.stride(1), v3.stride(0), v3.stride(1),
         out.stride(0), out.stride(1), stride_mr, stride_mc,
-        L_q, L_k, d_k, d_v, float(scale), L_k - L_q,
-        STEP_M=step_m, STEP_N=step_n, BLOCK_M=_tile(step_m), BLOCK_N=_tile(step_n),
+        L_q, L_k, d_k, d_v, float(scale), L_k - L_q, step_m, step_n,
+        BLOCK_M=_tile(step_m), BLOCK_N=_tile(step_n),
         BLOCK_DK=_tile(d_k), BLOCK_DV=_tile(d_v),
         HAS_MASK=mask is not None, IS_CAUSAL=bool(is_causal), IEEE=q.dtype == torch.float32,
     )
