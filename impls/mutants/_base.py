@@ -1,4 +1,8 @@
-"""A correct, plain NumPy implementation of the v1 contract: the mutants' common base.
+"""A correct, plain NumPy implementation of the contract: the mutants' common base.
+
+It covers v1 and the later chapters' extensions (DESIGN.md): `bias=` on attention,
+`num_kv_heads=` (grouped-query attention), `rotary_embedding`, `t5_relative_position_bucket`
+and the two backward passes.
 
 Every function works in the dtype of its inputs (float64 or float32), never
 writes to its inputs and is deterministic.  The work is split into small
@@ -26,6 +30,10 @@ __all__ = [
     "multi_head_attention",
     "layer_norm",
     "sinusoidal_positional_encoding",
+    "rotary_embedding",
+    "t5_relative_position_bucket",
+    "layer_norm_backward",
+    "scaled_dot_product_attention_backward",
 ]
 
 
@@ -132,7 +140,20 @@ def _masked_softmax(scores, visible):
     return e / np.where(total > 0, total, 1)
 
 
-def attention_weights(q, k, mask=None, is_causal=False, scale=None):
+def _add_bias(scores, bias, shape):
+    """scores + bias, the bias a float array broadcastable to the scores' shape."""
+    if bias is None:
+        return scores
+    bias = np.asarray(bias)
+    if bias.dtype == np.bool_:
+        raise ValueError("bias must be a float array added to the scores; a boolean one belongs in mask=")
+    try:
+        return scores + np.broadcast_to(bias, shape).astype(scores.dtype, copy=False)
+    except ValueError:
+        raise ValueError(f"bias of shape {bias.shape} does not broadcast to the scores' shape {shape}") from None
+
+
+def attention_weights(q, k, mask=None, is_causal=False, scale=None, bias=None):
     q, k = np.asarray(q), np.asarray(k)
     _check_qk(q, k)
     L_q, d_k = q.shape[-2:]
@@ -140,16 +161,16 @@ def attention_weights(q, k, mask=None, is_causal=False, scale=None):
     shape = _batch_shape(q=q, k=k) + (L_q, L_k)
     visible = _visible(mask, bool(is_causal), shape)
     scale = _default_scale(d_k) if scale is None else float(scale)
-    scores = np.broadcast_to(_scores(q, k, scale), shape)
-    return _masked_softmax(scores, visible)
+    scores = _add_bias(np.broadcast_to(_scores(q, k, scale), shape), bias, shape)
+    return _masked_softmax(scores, visible & (scores > -np.inf))   # a -inf bias hides its key
 
 
-def scaled_dot_product_attention(q, k, v, mask=None, is_causal=False, scale=None):
+def scaled_dot_product_attention(q, k, v, mask=None, is_causal=False, scale=None, bias=None):
     q, k, v = np.asarray(q), np.asarray(k), np.asarray(v)
     _check_qk(q, k)
     _check_lengths(k, v)
     _batch_shape(q=q, k=k, v=v)
-    return attention_weights(q, k, mask, is_causal, scale) @ v
+    return attention_weights(q, k, mask, is_causal, scale, bias) @ v
 
 
 # ---------------------------------------------------------------------------
@@ -173,7 +194,7 @@ def merge_heads(heads):
     return heads.swapaxes(-2, -3).reshape(*lead, L, H * d)
 
 
-def _check_mha(query, key, value, weights, num_heads):
+def _check_mha(query, key, value, weights, num_heads, num_kv_heads=None):
     for name, a in (("query", query), ("key", key), ("value", value)):
         _require_ndim(name, a, 2)
     D = query.shape[-1]
@@ -184,15 +205,21 @@ def _check_mha(query, key, value, weights, num_heads):
         raise ValueError(
             f"key and value must have the same length: key has {key.shape[-2]}, "
             f"value has {value.shape[-2]}")
-    _head_dim(D, num_heads)
-    for name in ("w_q", "w_k", "w_v", "w_o"):
+    d_k = _head_dim(D, num_heads)
+    G = num_heads if num_kv_heads is None else _require_int("num_kv_heads", num_kv_heads, 1)
+    if num_heads % G != 0:
+        raise ValueError(f"num_kv_heads={G} does not divide num_heads={num_heads}")
+    width = {"q": D, "k": G * d_k, "v": G * d_k, "o": D}   # K and V: one d_k block per K/V head
+    for which, n in width.items():
+        name = "w_" + which
         if name not in weights:
             raise ValueError(f"weights has no {name!r}")
-        if np.shape(weights[name]) != (D, D):
-            raise ValueError(f"{name} has shape {np.shape(weights[name])}, expected ({D}, {D})")
-    for name in ("b_q", "b_k", "b_v", "b_o"):
-        if weights.get(name) is not None and np.shape(weights[name]) != (D,):
-            raise ValueError(f"{name} has shape {np.shape(weights[name])}, expected ({D},)")
+        if np.shape(weights[name]) != (D, n):
+            raise ValueError(f"{name} has shape {np.shape(weights[name])}, expected ({D}, {n})")
+        bias = weights.get("b_" + which)
+        if bias is not None and np.shape(bias) != (n,):
+            raise ValueError(f"b_{which} has shape {np.shape(bias)}, expected ({n},)")
+    return G
 
 
 def _project(x, weights, which):
@@ -205,12 +232,18 @@ def _project(x, weights, which):
     return y
 
 
-def multi_head_attention(query, key, value, weights, num_heads, mask=None, is_causal=False):
+def _kv_head_of(num_heads, num_kv_heads):
+    """For each query head, the K/V head it reads: consecutive query heads share one."""
+    return np.arange(num_heads) // (num_heads // num_kv_heads)
+
+
+def multi_head_attention(query, key, value, weights, num_heads, mask=None, is_causal=False, num_kv_heads=None):
     query, key, value = np.asarray(query), np.asarray(key), np.asarray(value)
-    _check_mha(query, key, value, weights, num_heads)
+    G = _check_mha(query, key, value, weights, num_heads, num_kv_heads)
     q = split_heads(_project(query, weights, "q"), num_heads)
-    k = split_heads(_project(key, weights, "k"), num_heads)
-    v = split_heads(_project(value, weights, "v"), num_heads)
+    share = _kv_head_of(num_heads, G)
+    k = split_heads(_project(key, weights, "k"), G)[..., share, :, :]
+    v = split_heads(_project(value, weights, "v"), G)[..., share, :, :]
     heads = scaled_dot_product_attention(q, k, v, mask=mask, is_causal=is_causal)
     return _project(merge_heads(heads), weights, "o")
 
@@ -262,6 +295,100 @@ def sinusoidal_positional_encoding(length, d_model):
     pe[:, 0::2] = np.sin(angle)                       # even columns: sin
     pe[:, 1::2] = np.cos(angle[:, : d_model // 2])    # odd columns: cos, same frequency
     return pe
+
+
+# ---------------------------------------------------------------------------
+# Rotary embedding and T5 buckets
+# ---------------------------------------------------------------------------
+
+def _rotary_angles(positions, d, base):
+    """(..., L, d/2): angle of pair i at each position, positions * base^(-2i/d), in float64."""
+    inv_freq = 1.0 / float(base) ** (np.arange(d // 2, dtype=np.float64) * 2.0 / d)
+    return np.asarray(positions, dtype=np.float64)[..., None] * inv_freq
+
+
+def _pairs(d):
+    """Indices of the two features of each rotated pair: (2i, 2i+1), interleaved."""
+    return np.arange(0, d, 2), np.arange(1, d, 2)
+
+
+def rotary_embedding(x, positions, base=10000.0):
+    x = np.asarray(x)
+    _require_ndim("x", x, 2)
+    d = x.shape[-1]
+    if d % 2:
+        raise ValueError(f"rotary embedding needs an even feature size, got {d}")
+    positions = np.asarray(positions)
+    try:
+        np.broadcast_to(positions, x.shape[:-1])
+    except ValueError:
+        raise ValueError(f"positions of shape {positions.shape} do not give one position per row of x "
+                         f"(shape {x.shape})") from None
+    angle = _rotary_angles(positions, d, base)
+    cos, sin = np.cos(angle).astype(x.dtype), np.sin(angle).astype(x.dtype)
+    first, second = _pairs(d)
+    out = np.empty(np.broadcast_shapes(x.shape, angle.shape[:-1] + (d,)), dtype=x.dtype)
+    out[..., first] = x[..., first] * cos - x[..., second] * sin
+    out[..., second] = x[..., first] * sin + x[..., second] * cos
+    return out
+
+
+def _log_bucket(r, exact, num_buckets, max_distance):
+    """Bucket of a distance r >= exact: logarithmic between exact and max_distance, capped at the last."""
+    scaled = np.log(np.maximum(r, exact) / exact) / np.log(max_distance / exact) * (num_buckets - exact)
+    return np.minimum(exact + scaled.astype(np.int64), num_buckets - 1)
+
+
+def t5_relative_position_bucket(relative_position, bidirectional=True, num_buckets=32, max_distance=128):
+    n = np.asarray(relative_position).astype(np.int64)
+    if bidirectional:
+        half = num_buckets // 2
+        offset, r = np.where(n > 0, half, 0), np.abs(n)
+    else:
+        half = num_buckets
+        offset, r = np.zeros_like(n), np.maximum(-n, 0)
+    exact = half // 2
+    return offset + np.where(r < exact, r, _log_bucket(r, exact, half, max_distance))
+
+
+# ---------------------------------------------------------------------------
+# Backward passes
+# ---------------------------------------------------------------------------
+
+def layer_norm_backward(dy, x, gamma, eps=1e-5):
+    x, dy = np.asarray(x), np.asarray(dy)
+    _require_ndim("x", x, 1)
+    gamma = _check_affine("gamma", gamma, x.shape[-1], x.dtype)
+    if dy.shape != x.shape:
+        raise ValueError(f"dy has shape {dy.shape}, expected x's shape {x.shape}")
+    mean, var = _moments(x)
+    inv_std = 1.0 / np.sqrt(var + float(eps))
+    x_hat = (x - mean) * inv_std
+    rows = tuple(range(x.ndim - 1))
+    g = dy * gamma
+    dx = inv_std * (g - g.mean(axis=-1, keepdims=True) - x_hat * (g * x_hat).mean(axis=-1, keepdims=True))
+    return dx, (dy * x_hat).sum(axis=rows), dy.sum(axis=rows)
+
+
+def _softmax_backward(p, dp):
+    """dS from dP through each row's softmax: P * (dP - sum_j P dP)."""
+    return p * (dp - (p * dp).sum(axis=-1, keepdims=True))
+
+
+def _unbroadcast(grad, shape):
+    grad = grad.sum(axis=tuple(range(grad.ndim - len(shape))))
+    return grad.sum(axis=tuple(i for i, n in enumerate(shape) if n == 1), keepdims=True)
+
+
+def scaled_dot_product_attention_backward(dout, q, k, v, mask=None, is_causal=False, scale=None):
+    q, k, v, dout = np.asarray(q), np.asarray(k), np.asarray(v), np.asarray(dout)
+    p = attention_weights(q, k, mask, is_causal, scale)
+    if dout.shape != p.shape[:-1] + (v.shape[-1],):
+        raise ValueError(f"dout has shape {dout.shape}, expected the output's shape {p.shape[:-1] + (v.shape[-1],)}")
+    scale = _default_scale(q.shape[-1]) if scale is None else float(scale)
+    ds = _softmax_backward(p, dout @ np.swapaxes(v, -1, -2)) * scale
+    dq, dk, dv = ds @ k, np.swapaxes(ds, -1, -2) @ q, np.swapaxes(p, -1, -2) @ dout
+    return _unbroadcast(dq, q.shape), _unbroadcast(dk, k.shape), _unbroadcast(dv, v.shape)
 
 
 # ---------------------------------------------------------------------------
