@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from spec_tests.harness import claims as claim_catalogue
-from spec_tests.harness.context import current
+from spec_tests.harness.context import CURRENT, current
 
 LITERAL_LIMIT = 64  # arrays with more elements than this are saved to a .npz file
 REPRO_DIR = Path(".spec_repro")
@@ -25,7 +25,23 @@ DIAGNOSERS: list = []
 
 
 class SpecFailure(AssertionError):
-    """A claim does not hold for an implementation; str() is the whole feedback."""
+    """A claim does not hold for an implementation; str() is the whole feedback.
+
+    The costly end of the message (the known-bug diagnosis, the reproduction snippet) is written
+    when the message is first read: while Hypothesis shrinks an input it raises and catches many
+    failures, and reads only the last one's message.
+    """
+
+    def __init__(self, text: str, later=None):
+        super().__init__(text)
+        self._text, self._later = text, later
+
+    def __str__(self) -> str:
+        if self._later is not None:
+            later, self._later = self._later, None
+            self._text = "\n".join([self._text, *later()])
+            self.args = (self._text,)
+        return self._text
 
 
 def fmt_array(a, limit: int = 6) -> str:
@@ -188,19 +204,31 @@ def fail(subject, what: str, details: list[str], calls=(), hint_data: dict | Non
         kws = ", ".join(f"{k}={describe(v)}" for k, v in c.kwargs.items())
         lines.append(f"  input: {c.fname}({', '.join(x for x in (args, kws) if x)})")
     lines += [f"  {d}" for d in details]
-    hints = []
-    data = dict(hint_data or {}, subject=subject, calls=list(calls), claims=claim_ids or current().claims)
+    info = current()
+    data = dict(hint_data or {}, subject=subject, calls=list(calls), claims=claim_ids or info.claims,
+                history=list(getattr(subject, "history", ())), test=info.nodeid)
+
+    def later() -> list[str]:
+        token = CURRENT.set(info)  # the diagnosers and the snippet read the failing test's context
+        try:
+            return _ending(data, calls, claim_ids)
+        finally:
+            CURRENT.reset(token)
+
+    raise SpecFailure("\n".join(lines), later)
+
+
+def _ending(data: dict, calls, claim_ids) -> list[str]:
+    """The likely cause (when a known bug matches), the reproduction snippet, the chapter to read."""
+    lines = []
     for diagnose in DIAGNOSERS:
         try:
             h = diagnose(data)
         except Exception:  # a diagnoser must never hide the failure itself
             h = None
         if h:
-            hints.append(h)
-    for h in hints:
-        lines.append(f"  likely cause: {h}")
+            lines.append(f"  likely cause: {h}")
     if calls and not os.environ.get("MHA_SPEC_NO_REPRO"):
         lines.append("  reproduce (paste into Python):")
         lines.append(indent(reproduction(calls[0], calls[1:2])))
-    lines += footer(claim_ids)
-    raise SpecFailure("\n".join(lines))
+    return lines + footer(claim_ids)

@@ -33,6 +33,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import tomllib
 from dataclasses import dataclass, field, fields
@@ -48,6 +49,7 @@ from spec_tests.harness.subject import NOT_IMPLEMENTED, Call, Subject, _remember
 PR_SET_CHILD_SUBREAPER = 36
 UID_RANGE = range(61000, 61400)  # unprivileged user ids for workers (no account needed)
 LOCK_DIR = "/tmp/mha-spec-worker-uids"
+SCRATCH_PREFIX = "mha-spec-worker-"  # the worker's scratch folder; its copy of the implementation is in impl/
 
 
 @dataclass(frozen=True)
@@ -234,7 +236,7 @@ class Session:
         self.identity = _Identity() if self.root else None
         _become_subreaper()
         self.token = secrets.token_hex(8)
-        self.scratch = tempfile.mkdtemp(prefix="mha-spec-worker-")
+        self.scratch = tempfile.mkdtemp(prefix=SCRATCH_PREFIX)
         self.worker_spec, self.extra_path, self.path = self._stage(spec)
         self.proc: subprocess.Popen | None = None
         self.generation = 0
@@ -246,6 +248,8 @@ class Session:
         if self.identity:
             os.chown(self.scratch, self.identity.uid, self.identity.gid)
         _SESSIONS.append(self)
+        if threading.current_thread() is threading.main_thread() and not _SESSIONS[1:]:
+            signal.signal(signal.SIGTERM, _terminated)  # a grader stopping this run: end the workers too
 
     def _stage(self, spec: str):
         """The implementation as the worker imports it: a file is copied into the scratch folder."""
@@ -356,6 +360,13 @@ class Session:
             self.reset_handles = False
         try:
             wire.write(self.fd_out, wire.encode(body), deadline)
+        except wire.Closed:  # it had ended before this request (between two tests, say)
+            self.stop()
+            raise _Gone() from None
+        except wire.Timeout:
+            self.stop()
+            raise _Died(f"did not read its input within {timeout:g} s") from None
+        try:
             payload = wire.read(self.fd_in, deadline)
             reply = wire.decode(payload, handle=lambda h: RemoteArray(self, h))
             if not isinstance(reply, dict) or not ({"ok", "error"} & set(reply)):
@@ -393,27 +404,25 @@ class Session:
         if left <= 0:
             raise _failure(subject, what, f"this test's calls have used up their {self.limits.test_timeout:g} s "
                                           "(the rubric's test_timeout)")
-        if self.proc is None or self.proc.poll() is not None:
-            if self.proc is not None:
-                self.stop()
-            self.stats.restarts += 1
+        for attempt in (1, 2):
+            if self.proc is None:  # stopped after a failure: a fresh worker for this call
+                self._restart(subject, what, nodeid)
+            timeout = min(self.limits.call_timeout, left)
+            began = time.monotonic()
             try:
-                self.start()
-            except LoadError as exc:
-                raise _failure(subject, what, f"the worker could not be restarted: {exc}") from None
-            self.test, self.reset_handles = nodeid, False
-        timeout = min(self.limits.call_timeout, left)
-        began = time.monotonic()
-        try:
-            reply = self._exchange(body, timeout)
-        except _Died as exc:
-            limit = ("the per-call limit" if timeout == self.limits.call_timeout else "what was left of this "
-                     "test's time")
-            detail = f"{exc} ({limit})" if "did not return" in str(exc) else str(exc)
-            raise _failure(subject, what, f"the call {detail}; the worker was stopped and is restarted for the "
-                                          "next call") from None
-        finally:
-            self.test_used += time.monotonic() - began
+                reply = self._exchange(body, timeout)
+                break
+            except _Gone:
+                if attempt == 2:
+                    raise _failure(subject, what, "the worker ended before the call began, twice") from None
+            except _Died as exc:
+                limit = ("the per-call limit" if timeout == self.limits.call_timeout else
+                         "what was left of this test's time")
+                detail = f"{exc} ({limit})" if "did not return" in str(exc) else str(exc)
+                raise _failure(subject, what, f"the call {detail}; the worker was stopped and is restarted "
+                                              "for the next call") from None
+            finally:
+                self.test_used += time.monotonic() - began
         if reply.get("banned"):
             names = ", ".join(str(b) for b in reply["banned"])
             raise _failure(subject, what, f"the call used {names}, which the rubric does not allow: this claim "
@@ -429,9 +438,21 @@ class Session:
             raise _remote_exception(err)
         return reply["ok"]
 
+    def _restart(self, subject, what: str, nodeid: str) -> None:
+        self.stats.restarts += 1
+        try:
+            self.start()
+        except LoadError as exc:
+            raise _failure(subject, what, f"the worker could not be restarted: {exc}") from None
+        self.test, self.reset_handles = nodeid, False
+
 
 class _Died(Exception):
     pass
+
+
+class _Gone(Exception):
+    """The worker had already ended when a request was sent."""
 
 
 def _death(code, exc) -> str:
@@ -469,6 +490,11 @@ def shutdown() -> None:
 
 
 atexit.register(shutdown)
+
+
+def _terminated(signum, frame):
+    shutdown()
+    os._exit(128 + signum)
 
 
 def summary() -> list[str]:
@@ -586,7 +612,9 @@ class IsolatedSubject(Subject):
             return self.session.request(self, body, what)
         except NotImplementedError as exc:
             if fname is not None:
-                self._unimplemented[fname] = f"{fname}: {exc}" if str(exc) else f"{fname} raises NotImplementedError"
+                text = str(exc)
+                self._unimplemented[fname] = (text if fname in text else
+                                              f"{fname}: {text or 'raises NotImplementedError'}")
             raise
 
     def native(self, x):
@@ -601,18 +629,26 @@ class IsolatedSubject(Subject):
 
     def call_native(self, fname: str, *args, **kwargs):
         self.function(fname, *kwargs)
-        what = _describe_call(fname, (), {}) if not args else f"{fname}(...)"
-        reply = self._request({"op": "call_native", "fname": fname, "args": _handles(args),
-                               "kwargs": _handles(kwargs)}, what, fname)
+        call = self._record(Call(self, fname, (), {}, native=True))
+        try:
+            reply = self._request({"op": "call_native", "fname": fname, "args": _handles(args),
+                                   "kwargs": _handles(kwargs)}, f"{fname}(...)", fname)
+        except Exception as exc:
+            call.error = type(exc).__name__
+            raise
+        (call.args, call.kwargs), call.after = reply["before"], reply["after"]
+        call.result, call.seen_dtype = reply["values"], reply.get("dtype")
         return reply["result"]
 
     def call(self, fname: str, *args, **kwargs):
-        call = Call(self, fname, args, kwargs)
-        self.history.append(call)
-        del self.history[:-8]
+        call = self._record(Call(self, fname, args, kwargs))
         self.function(fname, *kwargs)
-        reply = self._request({"op": "call", "fname": fname, "dtype": self.dtype, "args": args, "kwargs": kwargs},
-                              _describe_call(fname, args, kwargs), fname)
+        try:
+            reply = self._request({"op": "call", "fname": fname, "dtype": self.dtype, "args": args,
+                                   "kwargs": kwargs}, _describe_call(fname, args, kwargs), fname)
+        except Exception as exc:
+            call.error = type(exc).__name__
+            raise
         call.seen_dtype = reply.get("dtype")
         out = reply["result"]
         call.result = out

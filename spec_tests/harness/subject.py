@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 
 from spec_tests.harness import arrays
+from spec_tests.harness.context import current
 from spec_tests.harness.loader import Implementation
 
 NOT_IMPLEMENTED = "not implemented"
@@ -43,6 +44,10 @@ class Call:
     result: Any = None
     seen_dtype: str | None = None
     notes: list[str] = field(default_factory=list)
+    error: str | None = None  # the exception's type name, if the call raised
+    native: bool = False  # made by a test with native arrays (call_native): `after` holds them afterwards
+    after: Any = None  # (args, kwargs) as float64 after the call: an implementation may have written into them
+    test: str = field(default_factory=lambda: current().nodeid)  # the test that made it
 
 
 # id(result array) -> (weakref to it, Call): lets an assertion find how a result was made.
@@ -152,8 +157,7 @@ class Subject:
             raise NotImplementedError(self._unimplemented[fname])
         return fn
 
-    def call_native(self, fname: str, *args, **kwargs):
-        """Call with native arrays as given; return the native result (for dtype and hygiene checks)."""
+    def _invoke(self, fname: str, *args, **kwargs):
         fn = self.function(fname, *kwargs)
         try:
             return fn(*args, **kwargs)
@@ -162,12 +166,37 @@ class Subject:
             self._unimplemented[fname] = text if fname in text else f"{fname}: {text or 'raises NotImplementedError'}"
             raise
 
-    def call(self, fname: str, *args, **kwargs):
-        """Call with NumPy inputs; return NumPy float64 results and remember the call."""
-        call = Call(self, fname, args, kwargs)
+    def _record(self, call: Call) -> Call:
         self.history.append(call)
         del self.history[:-8]
-        result = self.call_native(fname, *self.native(args), **self.native(kwargs))
+        return call
+
+    def call_native(self, fname: str, *args, **kwargs):
+        """Call with native arrays as given; return the native result (for dtype and hygiene checks).
+
+        The call is remembered with its inputs as float64 before and after, and its result, so that a
+        failure can be compared with known bugs (diagnosis.py)."""
+        call = self._record(Call(self, fname, *self.to_numpy((args, kwargs)), native=True))
+        try:
+            result = self._invoke(fname, *args, **kwargs)
+        except Exception as exc:
+            call.error = type(exc).__name__
+            raise
+        call.after = self.to_numpy((args, kwargs))
+        first = result[0] if isinstance(result, (tuple, list)) and result else result
+        if hasattr(first, "dtype"):
+            call.seen_dtype = arrays.native_dtype_name(first)
+        call.result = self.to_numpy(result)
+        return result
+
+    def call(self, fname: str, *args, **kwargs):
+        """Call with NumPy inputs; return NumPy float64 results and remember the call."""
+        call = self._record(Call(self, fname, args, kwargs))
+        try:
+            result = self._invoke(fname, *self.native(args), **self.native(kwargs))
+        except Exception as exc:
+            call.error = type(exc).__name__
+            raise
         first = result[0] if isinstance(result, (tuple, list)) and result else result
         if hasattr(first, "dtype"):
             call.seen_dtype = arrays.native_dtype_name(first)

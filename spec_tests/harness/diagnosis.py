@@ -1,0 +1,200 @@
+"""Known bugs, caught and named: does a failing implementation behave exactly like one of the mutants?
+
+When a check fails, the calls it involved (or, for checks on native arrays, the test's last call)
+are replayed on every mutant in impls/mutants/ and on their correct base, in the implementation's
+dtype, on the same inputs. A mutant matches when, on every replayed call, it does what the
+implementation did:
+
+    same exception (or none);  same result within the relation tolerance of the dtype
+    (NaN and inf in the same places);  same result dtype;  the same writes into its inputs;
+    and, for two calls on identical inputs, bit-identical results or not, alike;
+
+and the correct base does not (so the match is the bug, not agreement on what is right). The
+feedback then names the mutant's BUG in plain words. An implementation that matches no mutant
+gets only what failed. This diagnoser is in feedback.DIAGNOSERS, so it speaks in every failure
+message, in a plain `pytest --impl` run as in grading.
+"""
+
+from __future__ import annotations
+
+import importlib
+from functools import cache
+from pathlib import Path
+
+import numpy as np
+
+from spec_tests.harness import arrays, feedback, tolerance
+
+MUTANTS_DIR = Path(__file__).resolve().parents[2] / "impls" / "mutants"
+MAX_ELEMENTS = 200_000  # inputs larger than this are not replayed (the diagnosis must stay cheap)
+MAX_CALLS = 4
+NUMPY_DTYPES = ("float64", "float32")
+
+
+@cache
+def mutants() -> list:
+    """(name, module) of every mutant that imports, and the correct base first."""
+    found = []
+    for path in sorted(MUTANTS_DIR.glob("*.py")):
+        if path.stem == "__init__":
+            continue
+        try:
+            found.append((path.stem, importlib.import_module(f"impls.mutants.{path.stem}")))
+        except Exception:  # noqa: BLE001 - a broken mutant diagnoses nothing
+            continue
+    return sorted(found, key=lambda m: m[0] != "_base")
+
+
+class Behaviour:
+    """What one call did: its error, result, result dtype and inputs afterwards (float64)."""
+
+    def __init__(self, error=None, result=None, dtype=None, after=None):
+        self.error, self.result, self.dtype, self.after = error, result, dtype, after
+
+
+def _observed(call) -> Behaviour:
+    return Behaviour(call.error, call.result, call.seen_dtype, call.after if call.native else None)
+
+
+def _replay(module, call, dtype: str) -> Behaviour:
+    fn = getattr(module, call.fname, None)
+    if fn is None:
+        return Behaviour(error="AttributeError")
+    cast = lambda a: arrays.to_native(a, "numpy", dtype)  # noqa: E731
+    args, kwargs = arrays.map_arrays(call.args, cast), arrays.map_arrays(call.kwargs, cast)
+    try:
+        with np.errstate(all="ignore"):
+            result = fn(*args, **kwargs)
+    except Exception as exc:  # noqa: BLE001 - raising is a behaviour too
+        return Behaviour(error=type(exc).__name__)
+    first = result[0] if isinstance(result, (tuple, list)) and result else result
+    seen = arrays.native_dtype_name(first) if hasattr(first, "dtype") else None
+    after = arrays.map_arrays((args, kwargs), arrays.to_numpy) if call.native else None
+    return Behaviour(None, arrays.map_arrays(result, arrays.to_numpy), seen, after)
+
+
+def _flat(value) -> list:
+    if isinstance(value, dict):
+        return [x for k in sorted(value) for x in _flat(value[k])]
+    if isinstance(value, (tuple, list)):
+        return [x for v in value for x in _flat(v)]
+    return [value]
+
+
+def _close(a, b, dtype: str) -> bool:
+    """Two results (trees of arrays and scalars) agree within the relation tolerance of `dtype`."""
+    fa, fb = _flat(a), _flat(b)
+    if len(fa) != len(fb):
+        return False
+    for x, y in zip(fa, fb):
+        if x is None or y is None or isinstance(x, (str, bool)) or isinstance(y, (str, bool)):
+            if x != y:
+                return False
+            continue
+        x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
+        if x.shape != y.shape:
+            return False
+        fx, fy = np.isfinite(x), np.isfinite(y)
+        if not np.array_equal(fx, fy) or not np.array_equal(x[~fx], y[~fy], equal_nan=True):
+            return False
+        bound = tolerance.relation_bound(dtype, tolerance.magnitude(x, y)).allowed
+        if fx.any() and float(np.abs(x[fx] - y[fy]).max()) > bound:
+            return False
+    return True
+
+
+def _same(a: Behaviour, b: Behaviour, dtype: str, compare_dtype: bool) -> bool:
+    if a.error != b.error:
+        return False
+    if a.error is not None:
+        return True
+    if compare_dtype and a.dtype != b.dtype:
+        return False
+    return _close(a.result, b.result, dtype) and (a.after is None or b.after is None or
+                                                  _close(a.after, b.after, dtype))
+
+
+def _repeats(calls, behaviours: list[Behaviour]) -> list[bool]:
+    """For each pair of calls on bit-identical inputs: were their results bit-identical?"""
+    out = []
+    for i in range(len(calls)):
+        for j in range(i + 1, len(calls)):
+            if calls[i].fname == calls[j].fname and _identical((calls[i].args, calls[i].kwargs),
+                                                               (calls[j].args, calls[j].kwargs)):
+                out.append(_identical(behaviours[i].result, behaviours[j].result))
+    return out
+
+
+def _identical(a, b) -> bool:
+    fa, fb = _flat(a), _flat(b)
+    if len(fa) != len(fb):
+        return False
+    for x, y in zip(fa, fb):
+        if isinstance(x, np.ndarray) or isinstance(y, np.ndarray):
+            if not (isinstance(x, np.ndarray) and isinstance(y, np.ndarray) and x.shape == y.shape
+                    and np.array_equal(x, y, equal_nan=True)):
+                return False
+        elif x != y:
+            return False
+    return True
+
+
+def _size(call) -> int:
+    return sum(int(np.size(x)) for x in _flat((call.args, call.kwargs)) if isinstance(x, np.ndarray))
+
+
+def _calls(data: dict) -> list:
+    calls = [c for c in data.get("calls") or [] if c.result is not None or c.error is not None]
+    if not calls:  # a check on native arrays or a property: the test's last call
+        mine = [c for c in data.get("history") or [] if c.test == data.get("test")]
+        calls = mine[-1:]
+    calls = sorted(calls, key=lambda c: data.get("history", []).index(c) if c in data.get("history", []) else 0)
+    return calls[-MAX_CALLS:]
+
+
+def diagnose(data: dict) -> str | None:
+    subject = data.get("subject")
+    calls = _calls(data)
+    if subject is None or not calls or any(_size(c) > MAX_ELEMENTS for c in calls):
+        return None
+    dtype = subject.dtype if subject.dtype in NUMPY_DTYPES else "float32"  # mutants are NumPy
+    compare_dtype = subject.dtype in NUMPY_DTYPES
+    if subject.dtype not in NUMPY_DTYPES:  # low precision: replay on the values it saw, judge in its dtype
+        calls = [_rounded(c, subject) for c in calls]
+    judged = subject.dtype
+    seen = [_observed(c) for c in calls]
+    seen_repeats = _repeats(calls, seen)
+    base = None
+    matches = []
+    for name, module in mutants():
+        replayed = [_replay(module, c, dtype) for c in calls]
+        repeats = _repeats(calls, replayed)
+        if name == "_base":
+            base = (replayed, repeats)
+            continue
+        if base is None:
+            return None
+        if repeats != seen_repeats or not all(_same(r, s, judged, compare_dtype) for r, s in zip(replayed, seen)):
+            continue
+        if repeats == base[1] and all(_same(r, b, judged, True) for r, b in zip(replayed, base[0])):
+            continue  # it does what the correct base does here: this is not the bug that shows
+        matches.append(module)
+    if not matches:
+        return None
+    claims = set(data.get("claims") or ())
+    matches.sort(key=lambda m: getattr(m, "CAUGHT_BY", "") not in claims)
+    bugs = [m.BUG for m in matches[:2]]
+    return "this matches a known bug: " + bugs[0] + (f" (or: {bugs[1]})" if len(bugs) > 1 else "")
+
+
+def _rounded(call, subject):
+    """A low-precision call as the float32 replay sees it: the inputs rounded as the implementation saw them."""
+    from copy import copy
+
+    c = copy(call)
+    c.args, c.kwargs = subject.round(call.args), subject.round(call.kwargs)
+    return c
+
+
+if diagnose not in feedback.DIAGNOSERS:
+    feedback.DIAGNOSERS.append(diagnose)
