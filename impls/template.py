@@ -22,8 +22,8 @@ BACKEND = "numpy"
 DTYPES = ("float64", "float32")
 
 
-def scaled_dot_product_attention(q, k, v, mask=None, is_causal=False, scale=None):
-    """Attention(Q, K, V) = softmax(Q K^T * scale) V, with scale = 1/sqrt(d_k) by default.
+def scaled_dot_product_attention(q, k, v, mask=None, is_causal=False, scale=None, bias=None):
+    """Attention(Q, K, V) = softmax(Q K^T * scale + bias) V, with scale = 1/sqrt(d_k) by default.
 
     Shapes: q (..., L_q, d_k), k (..., L_k, d_k), v (..., L_k, d_v) -> out (..., L_q, d_v).
     The leading dims (batch, heads, ...) broadcast: q (2, 1, L_q, d) with k, v (1, 3, L_k, d)
@@ -40,17 +40,21 @@ def scaled_dot_product_attention(q, k, v, mask=None, is_causal=False, scale=None
       and a plain softmax gives) and not the mean of v (what filling with -1e9 gives).
     - Softmax is stabilised by subtracting each row's own maximum.
     - An explicit `scale` replaces 1/sqrt(d_k).
+    - `bias` (later chapter, docs/positional.md): a float array broadcastable to
+      (..., L_q, L_k) added to the scaled scores before the softmax; it carries T5's and
+      ALiBi's relative position biases. An entry of -inf hides its key like mask=False.
     - Outputs keep the input dtype (under NumPy 2, float32 * np.float64(s) is float64;
       multiply by a Python float instead).
 
     Raise ValueError if q.shape[-1] != k.shape[-1], if k and v lengths differ, if the
-    mask is not boolean or does not broadcast to (..., L_q, L_k).
+    mask is not boolean or does not broadcast to (..., L_q, L_k), or if the bias is
+    boolean or does not broadcast.
     """
     raise NotImplementedError("scaled_dot_product_attention is not written yet: see the chapter docs/sdpa.md")
 
 
-def attention_weights(q, k, mask=None, is_causal=False, scale=None):
-    """P = softmax(Q K^T * scale) over the visible keys, scale = 1/sqrt(d_k) by default.
+def attention_weights(q, k, mask=None, is_causal=False, scale=None, bias=None):
+    """P = softmax(Q K^T * scale + bias) over the visible keys, scale = 1/sqrt(d_k) by default.
 
     Shapes: q (..., L_q, d_k), k (..., L_k, d_k) -> p (..., L_q, L_k); leading dims broadcast.
 
@@ -58,7 +62,8 @@ def attention_weights(q, k, mask=None, is_causal=False, scale=None):
     entries >= 0, summing to 1. A hidden key (mask False, or j > i + (L_k - L_q) under
     `is_causal`) has weight exactly 0, and a row with no visible key is all 0 (never NaN).
     The same mask rules as scaled_dot_product_attention (True = may attend, bottom-right
-    causal, mask AND causal); it is the P that scaled_dot_product_attention multiplies by v.
+    causal, mask AND causal, the same additive bias); it is the P that
+    scaled_dot_product_attention multiplies by v.
 
     Raise ValueError if q.shape[-1] != k.shape[-1], or if the mask is not boolean or does
     not broadcast to (..., L_q, L_k).
@@ -87,7 +92,7 @@ def merge_heads(heads):
     raise NotImplementedError("merge_heads is not written yet: see the chapter docs/multi_head.md")
 
 
-def multi_head_attention(query, key, value, weights, num_heads, mask=None, is_causal=False):
+def multi_head_attention(query, key, value, weights, num_heads, mask=None, is_causal=False, num_kv_heads=None):
     """MultiHead(Q, K, V) = Concat(head_1, ..., head_H) W^O + b_O,
     head_h = Attention(Q W_h^Q + b_h^Q, K W_h^K + b_h^K, V W_h^V + b_h^V).
 
@@ -104,8 +109,14 @@ def multi_head_attention(query, key, value, weights, num_heads, mask=None, is_ca
     (B, 1, 1, L_k). `is_causal` is bottom-right aligned and ANDed with the mask, exactly as
     in scaled_dot_product_attention; a query with no visible key gives a zero head output.
 
-    Raise ValueError if D % num_heads != 0 (say both numbers), num_heads < 1, a weight or
-    bias has the wrong shape, or the mask is not boolean or does not broadcast.
+    `num_kv_heads` = G (later chapter, grouped-query attention; None means G = H): G must
+    divide H; w_k and w_v (and b_k, b_v) are then (D, G*d_k) and (G*d_k,), holding G K/V
+    heads, and query head h reads K/V head h // (H / G): consecutive query heads share one
+    (not h % G). G = 1 is multi-query attention.
+
+    Raise ValueError if D % num_heads != 0 (say both numbers), num_heads < 1, num_kv_heads
+    does not divide num_heads (say both), a weight or bias has the wrong shape, or the mask
+    is not boolean or does not broadcast.
     """
     raise NotImplementedError("multi_head_attention is not written yet: see the chapter docs/multi_head.md")
 
@@ -135,3 +146,72 @@ def sinusoidal_positional_encoding(length, d_model):
     For odd d_model the last column is a sine.
     """
     raise NotImplementedError("sinusoidal_positional_encoding is not written yet: see the chapter docs/positional.md")
+
+
+# -- Later chapters ------------------------------------------------------------------------
+
+
+def rotary_embedding(x, positions, base=10000.0):
+    """RoPE: rotate each interleaved pair (x[..., 2i], x[..., 2i+1]) of row l by positions[l] * θ_i.
+
+    θ_i = base^(-2i/d), i = 0 .. d/2 - 1:
+        out[2i]   = x[2i] cos(m θ_i) - x[2i+1] sin(m θ_i)
+        out[2i+1] = x[2i] sin(m θ_i) + x[2i+1] cos(m θ_i)
+
+    Shapes: x (..., L, d) with d even; positions (L,) integers (or anything broadcastable to
+    x.shape[:-1]) -> out (..., L, d), in x's dtype. Pairs are interleaved (2i, 2i+1), as in the
+    paper: not LLaMA's "rotate_half" layout (i, i + d/2), which is the same rotation on
+    permuted features. Compute the angles m θ_i in float64 and cast only cos and sin to x's
+    dtype: an angle of a few hundred radians loses digits in float32 (and everything in float16).
+    Position 0 must give x back exactly.
+
+    Raise ValueError if d is odd, or if positions do not give one position per row.
+    """
+    raise NotImplementedError("rotary_embedding is not written yet: see the chapter docs/positional.md")
+
+
+def t5_relative_position_bucket(relative_position, bidirectional=True, num_buckets=32, max_distance=128):
+    """T5's bucket of each relative position n = j - i (key minus query), an integer array of n's shape.
+
+    bidirectional: half the buckets per direction, N = num_buckets / 2; n > 0 (keys after the
+        query) uses buckets N .. 2N-1, n <= 0 uses 0 .. N-1; r = |n|.
+    causal (bidirectional=False): N = num_buckets, r = max(-n, 0) (every n > 0 is bucket 0).
+    With E = N / 2:  r < E  -> bucket r (exact);
+                     r >= E -> E + floor(log(r / E) / log(max_distance / E) * (N - E)), at most N - 1.
+    The bias added to the scores is table[h, bucket(j - i)]: it depends on j - i only.
+    """
+    raise NotImplementedError("t5_relative_position_bucket is not written yet: see the chapter docs/positional.md")
+
+
+def layer_norm_backward(dy, x, gamma, eps=1e-5):
+    """Gradients of y = layer_norm(x, gamma, beta, eps) given dy = dloss/dy: returns (dx, dgamma, dbeta).
+
+    With x_hat = (x - mean) / sigma, sigma = sqrt(var + eps) (biased variance, last axis)
+    and g = dy * gamma:
+        dbeta  = dy summed over every axis but the last              (D,)
+        dgamma = (dy * x_hat) summed likewise                        (D,)
+        dx     = (g - mean(g) - x_hat * mean(g * x_hat)) / sigma      means over the last axis
+    The two subtracted means are the mean's and the variance's dependence on every x_i;
+    forgetting either is the usual bug. dx has x's shape.
+
+    Raise ValueError if dy's shape differs from x's or gamma is not (D,).
+    """
+    raise NotImplementedError("layer_norm_backward is not written yet: see the chapter docs/gradients.md")
+
+
+def scaled_dot_product_attention_backward(dout, q, k, v, mask=None, is_causal=False, scale=None):
+    """Gradients of out = scaled_dot_product_attention(q, k, v, mask, is_causal, scale) given dout: (dq, dk, dv).
+
+    With P the attention weights (the same masking rules as the forward pass):
+        dv = P^T dout
+        dP = dout v^T
+        dS = P * (dP - rowsum(dP * P))          the softmax's Jacobian, row by row
+        dq = dS k * scale,   dk = dS^T q * scale
+    A hidden key has P = 0, so no gradient flows through it; a query row that sees no key
+    gets exactly zero gradients (never NaN). If q, k or v were broadcast over leading dims,
+    sum their gradients back to their own shapes. dq, dk, dv have the shapes of q, k, v.
+
+    Raise ValueError if dout is not of the output's shape (..., L_q, d_v).
+    """
+    raise NotImplementedError(
+        "scaled_dot_product_attention_backward is not written yet: see the chapter docs/gradients.md")
