@@ -314,7 +314,7 @@ def test_sliding_window_memory_grows_as_L_times_w():
 # Seed 001 §5.1's table: Linformer O(s), Reformer O(s log s), Longformer O(s), Performer O(s). Each reference
 # (reference/linformer.py, performer.py, reformer.py) is exact in a limit, checked against the implementation's
 # attention; away from it the error is characterised (Performer) and the cost measured
-# (spec_tests/experiments/complexity.py; the table is docs/generated/efficient_complexity.md).
+# (spec_tests/experiments/complexity.py; the table is docs/generated/efficient_complexity.txt).
 from reference import linformer, performer, reformer  # noqa: E402
 from spec_tests.harness import tolerance  # noqa: E402
 
@@ -363,7 +363,7 @@ def test_performer_error_falls_like_one_over_sqrt_features():
     """FAVOR+'s error against exact attention, averaged over draws of the features, falls as m grows, with a
     fitted log-log slope near -1/2 (within [-0.7, -0.35]) for inputs of moderate norm (q, k entries of std
     0.3, d = 16). For unit-variance q, k the estimator's variance (~exp(|q|² + |k|²)) delays that regime far
-    beyond m = 1024: docs/generated/performer_error.md shows both."""
+    beyond m = 1024: docs/generated/performer_error.txt shows both."""
     from spec_tests.experiments import complexity
 
     err = complexity.performer_error(0.3, features=(16, 64, 256, 1024), seeds=range(6))
@@ -390,7 +390,7 @@ def test_performer_is_an_unbiased_positive_feature_map():
 def test_variants_memory_grows_as_the_seeds_table_says():
     """Seed 001 §5.1's table, measured on the float64 references at L = 256 .. 1024 (2048 in the slow run):
     naive attention's peak memory grows with exponent > 1.7; Longformer's, Linformer's, Performer's and
-    Reformer's (chunks of 64) below 1.35. The full table with times: docs/generated/efficient_complexity.md."""
+    Reformer's (chunks of 64) below 1.35. The full table with times: docs/generated/efficient_complexity.txt."""
     from spec_tests.experiments import complexity, sizes
 
     lengths = sizes("complexity", reduced=True)["lengths"]

@@ -6,8 +6,9 @@
                                and Performer's error against its number of random features
 
 Each module has a `run(...)` that returns its numbers (the spec's tests call it, reduced, and
-assert margins) and a `write(...)` that turns them into the Markdown tables and SVG figures the
-docs include from docs/generated/. Regenerate them all with
+assert margins) and a `write(...)` that turns them into Markdown tables (*.txt, so that MkDocs
+does not make pages of them; the chapters include them by snippet), SVG figures and JSON data
+in docs/generated/. Regenerate them all with
 
     python -m spec_tests.experiments               # the full runs, a few minutes on a laptop CPU
     python -m spec_tests.experiments --reduced     # the sizes CI runs (MHA_SPEC_REDUCED=1 for the tests)

@@ -126,7 +126,7 @@ def run(lengths=(256, 512, 1024, 2048), stds=(0.3, 0.5, 1.0), seeds=range(12)):
 
 
 def write(costs: list[Cost], errors: list[PerformerError], out_dir) -> None:
-    """docs/generated/efficient_complexity.{md,json,svg} and docs/generated/performer_error.md."""
+    """docs/generated/efficient_complexity.{txt,json,svg} and docs/generated/performer_error.txt."""
     from spec_tests.experiments import pyplot, save_svg
 
     lengths = costs[0].lengths
@@ -144,7 +144,7 @@ def write(costs: list[Cost], errors: list[PerformerError], out_dir) -> None:
                "shared CPU (CPU time, BLAS on one thread) and are indicative only. Produced by `python -m spec_tests.experiments` "
                "(spec_tests/experiments/complexity.py).\n")
     out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / "efficient_complexity.md").write_text("\n".join(lines) + "\n" + caption)
+    (out_dir / "efficient_complexity.txt").write_text("\n".join(lines) + "\n" + caption)
     perf = ["| input std of q, k | features m | RMS error against exact attention | fitted slope "
             "(−0.5 is 1/√m) |", "| --- | --- | --- | --- |"]
     for e in errors:
@@ -152,7 +152,7 @@ def write(costs: list[Cost], errors: list[PerformerError], out_dir) -> None:
                     f"{', '.join(f'{x:.4f}' for x in e.error)} | {e.slope:.2f} |")
     perf.append("\nd = 16, L = 32, the error averaged over 12 draws of the features. Produced by "
                 "`python -m spec_tests.experiments` (spec_tests/experiments/complexity.py).\n")
-    (out_dir / "performer_error.md").write_text("\n".join(perf) + "\n")
+    (out_dir / "performer_error.txt").write_text("\n".join(perf) + "\n")
     (out_dir / "efficient_complexity.json").write_text(json.dumps(
         {"costs": [dict(asdict(c), memory_exponent=c.memory_exponent, time_exponent=c.time_exponent) for c in costs],
          "performer": [dict(asdict(e), slope=e.slope) for e in errors]}, indent=1) + "\n")

@@ -157,7 +157,7 @@ def run(seeds=(0, 1, 2), setup: Setup = Setup()) -> list[Result]:
 
 
 def write(results: list[Result], setup: Setup, out_dir) -> None:
-    """docs/generated/heads_specialise.{md,json,svg}: the accuracy table and the attention patterns."""
+    """docs/generated/heads_specialise.{txt,json,svg}: the accuracy table and the attention patterns."""
     from spec_tests.experiments import pyplot, save_svg
 
     first = max(OFFSETS)
@@ -176,7 +176,7 @@ def write(results: list[Result], setup: Setup, out_dir) -> None:
                f"{setup.batch} sequences (lr {setup.lr}), evaluated on {setup.test_batch} fresh sequences; chance is "
                f"{1 / setup.vocab:.3f}. Produced by `python -m spec_tests.experiments` (spec_tests/experiments/heads.py).\n")
     out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / "heads_specialise.md").write_text("\n".join(lines) + "\n" + caption)
+    (out_dir / "heads_specialise.txt").write_text("\n".join(lines) + "\n" + caption)
     (out_dir / "heads_specialise.json").write_text(json.dumps(
         {"setup": asdict(setup), "offsets": OFFSETS,
          "results": [{k: v for k, v in asdict(r).items() if k != "weights"} for r in results]}, indent=1) + "\n")

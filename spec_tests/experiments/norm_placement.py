@@ -92,7 +92,7 @@ def post_over_pre_last(results: list[Result], layers: int, seed: int) -> float:
 
 
 def write(results: list[Result], setup: Setup, out_dir) -> None:
-    """docs/generated/residual_gradient_norms.{md,json,svg}."""
+    """docs/generated/residual_gradient_norms.{txt,json,svg}."""
     from spec_tests.experiments import pyplot, save_svg
 
     depths = sorted({r.layers for r in results})
@@ -113,7 +113,7 @@ def write(results: list[Result], setup: Setup, out_dir) -> None:
                f"{setup.length} tokens, seeds {', '.join(map(str, seeds))}. Produced by `python -m spec_tests.experiments` "
                "(spec_tests/experiments/norm_placement.py).\n")
     out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / "residual_gradient_norms.md").write_text("\n".join(lines) + "\n" + caption)
+    (out_dir / "residual_gradient_norms.txt").write_text("\n".join(lines) + "\n" + caption)
     (out_dir / "residual_gradient_norms.json").write_text(json.dumps(
         {"setup": asdict(setup), "results": [asdict(r) for r in results]}, indent=1) + "\n")
 
