@@ -45,7 +45,7 @@ def render(report: dict, source: str = "a pytest --spec-report JSON", command: s
     table: dict[str, dict[str, str]] = report.get("claims", {})
     machine, versions = report.get("machine", {}), report.get("versions", {})
     # A wide table: the page gives it the navigation column's room.
-    out = ["---", "hide:", "  - navigation", "---", "", GENERATED_NOTE.format(source=source), "",
+    out = ["---", "hide:", "  - navigation", "  - toc", "---", "", GENERATED_NOTE.format(source=source), "",
            "# Conformance matrix", ""]
     out += ["Every implementation under `impls/` against every claim of the specification, from one real run",
             "of the suite. A claim's cell combines all its tests over all the dtypes the implementation declares.",
@@ -68,6 +68,9 @@ def render(report: dict, source: str = "a pytest --spec-report JSON", command: s
         statuses = [per.get(name) for per in table.values() if per.get(name)]
         passed = sum(s == "passed" for s in statuses)
         state = f"unavailable: {text(info['unavailable'])}" if info.get("unavailable") else "ran"
+        if info.get("unavailable") and not info.get("path"):  # never imported: what it declares is unknown
+            out.append(f"| `{name}` | - | - | - | {passed} of {len(statuses)} | {state} |")
+            continue
         out.append(f"| `{name}` | {info.get('backend', '?')} | {info.get('device', '?')} | "
                    f"{', '.join(info.get('dtypes', []))} | {passed} of {len(statuses)} | {state} |")
     out.append("")
