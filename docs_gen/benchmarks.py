@@ -33,20 +33,24 @@ class Point:
     name: str
 
 
+SHAPE_KEYS = ("B", "H", "d", "D")  # what a configuration fixes besides L (extra_info names)
+
+
 def _config_key(ei: dict) -> tuple:
-    return (ei.get("op", "?"), ei.get("dtype", "?"), bool(ei.get("causal", False)),
-            ei.get("B"), ei.get("H"), ei.get("d"))
+    return (ei.get("op", "?"), ei.get("dtype", "?"), bool(ei.get("causal", False)), ei.get("device", "cpu"),
+            *(ei.get(k) for k in SHAPE_KEYS))
 
 
 def _config_title(key: tuple) -> str:
-    op, dtype, causal, B, H, d = key
-    parts = [dtype] + [f"{n}={v}" for n, v in (("B", B), ("H", H), ("d", d)) if v is not None]
-    return ", ".join(parts) + (", causal" if causal else "")
+    op, dtype, causal, device, *shape = key
+    parts = [dtype] + [f"{n}={v}" for n, v in zip(SHAPE_KEYS, shape) if v is not None]
+    return ", ".join(parts) + ("" if device == "cpu" else f", {device}") + (", causal" if causal else "")
 
 
 def _slug(key: tuple) -> str:
-    op, dtype, causal, B, H, d = key
-    return "-".join(str(x) for x in (op, dtype, f"B{B}", f"H{H}", f"d{d}", "causal" if causal else "full"))
+    op, dtype, causal, device, *shape = key
+    dims = [f"{n}{v}" for n, v in zip(SHAPE_KEYS, shape) if v is not None]
+    return "-".join([op, dtype, *dims, device, "causal" if causal else "full"])
 
 
 def points_by_config(data: dict) -> dict[tuple, list[Point]]:
@@ -62,7 +66,9 @@ def points_by_config(data: dict) -> dict[tuple, list[Point]]:
         grouped[_config_key(ei)].append(Point(str(ei["impl"]), int(ei["L"]), median, gflops,
                                               float(peak) if peak is not None else None,
                                               int(b["stats"].get("rounds", 0)), b.get("name", "")))
-    return dict(sorted(grouped.items(), key=lambda kv: tuple(str(x) for x in kv[0])))
+    order = list(OPS)  # sdpa, mha, layer_norm; then any other op
+    return dict(sorted(grouped.items(), key=lambda kv: (order.index(kv[0][0]) if kv[0][0] in order else len(order),
+                                                         tuple(str(x) for x in kv[0]))))
 
 
 def fit_exponent(Ls, ys) -> float | None:
@@ -155,6 +161,14 @@ def render(data: dict, assets: Path, assets_rel: str, source: str, command: str 
                f"{cpu.get('count', '?')} CPUs, {machine.get('system', '?')} {text(machine.get('release', ''))}")
     out.append(f"    - **Python:** {machine.get('python_implementation', '')} {machine.get('python_version', '?')}, "
                f"pytest-benchmark {data.get('version', '?')}")
+    threads = sorted({str(b.get("extra_info", {}).get("threads")) for b in data.get("benchmarks", [])
+                      if b.get("extra_info", {}).get("threads") is not None})
+    methods = sorted({b["extra_info"]["memory_method"] for b in data.get("benchmarks", [])
+                      if b.get("extra_info", {}).get("memory_method")})
+    if threads:
+        out.append(f"    - **Threads:** {', '.join(threads)}")
+    if methods:
+        out.append(f"    - **Peak memory measured by:** {text('; '.join(methods))}")
     if commit.get("id"):
         out.append(f"    - **Commit:** `{commit['id'][:12]}`" + (" (with uncommitted changes)" if commit.get("dirty") else ""))
     out.append("")

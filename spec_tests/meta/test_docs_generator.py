@@ -78,7 +78,7 @@ def test_benchmark_page_tables_and_plots(tmp_path):
               for L in (128, 256, 512)]
     page = benchmarks.render(_bench(points), tmp_path, "assets", source="test")
     svgs = sorted(p.name for p in tmp_path.glob("*.svg"))
-    assert svgs == ["sdpa-float32-B1-H2-d8-full-memory.svg", "sdpa-float32-B1-H2-d8-full-time.svg"], svgs
+    assert svgs == ["sdpa-float32-B1-H2-d8-cpu-full-memory.svg", "sdpa-float32-B1-H2-d8-cpu-full-time.svg"], svgs
     for name in svgs:
         assert f"(assets/{name})" in page
     rows = [line for line in page.splitlines() if line.startswith("| 128 |") or line.startswith("| 512 |")]
