@@ -18,6 +18,7 @@ import torch
 from flash_attn import flash_attn_func
 
 from impls import torch_sdpa
+from impls._heads import multi_head
 from impls.torch_sdpa import attention_weights, layer_norm, merge_heads, sinusoidal_positional_encoding, split_heads
 from reference.checks import check_attention, check_multi_head
 
@@ -71,8 +72,6 @@ def scaled_dot_product_attention(q, k, v, mask=None, is_causal=False, scale=None
 def multi_head_attention(query, key, value, weights, num_heads, mask=None, is_causal=False):
     """Concat(head_1..head_H) W^O + b_O, heads by flash-attn; query (B, L_q, D), key/value (B, L_k, D)."""
     d_k, _ = check_multi_head(query, key, value, weights, num_heads, mask)
-    q = split_heads(torch_sdpa._linear(query, weights["w_q"], weights.get("b_q")), num_heads)  # (B, H, L_q, d_k)
-    k = split_heads(torch_sdpa._linear(key, weights["w_k"], weights.get("b_k")), num_heads)  # (B, H, L_k, d_k)
-    v = split_heads(torch_sdpa._linear(value, weights["w_v"], weights.get("b_v")), num_heads)
-    heads = _attend(q, k, v, mask, is_causal, 1.0 / math.sqrt(d_k))  # (B, H, L_q, d_k)
-    return torch_sdpa._linear(merge_heads(heads), weights["w_o"], weights.get("b_o"))  # (B, L_q, D)
+    scale = 1.0 / math.sqrt(d_k)
+    return multi_head(query, key, value, weights, num_heads, lambda q, k, v: _attend(q, k, v, mask, is_causal, scale),
+                      torch_sdpa._linear, split_heads, merge_heads)

@@ -23,6 +23,8 @@ import math
 import torch
 import torch.nn.functional as F
 
+from impls._heads import multi_head
+from impls._tiling import TilePlan, block_sizes
 from impls.torch_sdpa import layer_norm, merge_heads, sinusoidal_positional_encoding, split_heads
 from reference.checks import check_attention, check_multi_head
 
@@ -41,23 +43,20 @@ __all__ = [
 _LOW_PRECISION = (torch.float16, torch.bfloat16)
 
 
-def _block_sizes(block_q, block_k):
-    bq = BLOCK_Q if block_q is None else int(block_q)
-    bk = BLOCK_K if block_k is None else int(block_k)
-    if bq < 1 or bk < 1:
-        raise ValueError(f"block sizes must be at least 1, got block_q={block_q}, block_k={block_k}")
-    return bq, bk
-
-
 def _scale(d_k, scale):
     return 1.0 / math.sqrt(d_k) if scale is None else float(scale)
 
 
-class _Tiles:
-    """q, k, v flattened to (N, L, d) in the compute dtype, the mask, and which tiles each query block needs."""
+class _Tiles(TilePlan):
+    """q, k, v flattened to (N, L, d) in the compute dtype, and the tiling plan (impls/_tiling.py)."""
 
-    def __init__(self, q, k, mask, is_causal, v=None):
+    def __init__(self, q, k, mask, is_causal, block_q, block_k, v=None):
         lead = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], *(() if v is None else (v.shape[:-2],)))
+        if mask is not None:  # (*lead, L_q or 1, L_k or 1), a view; a tile of it is flattened per use
+            mask = mask if mask.dim() >= 2 else mask[None, :]
+            mask = mask.expand(*lead, *mask.shape[-2:])
+        super().__init__(q.shape[-2], k.shape[-2], mask, is_causal,
+                         *block_sizes(block_q, block_k, BLOCK_Q, BLOCK_K), arange=torch.arange)
         self.lead, self.dtype = lead, q.dtype
         self.compute = torch.float32 if q.dtype in _LOW_PRECISION else q.dtype
 
@@ -67,35 +66,10 @@ class _Tiles:
         self.q, self.k = flat(q), flat(k)  # (N, L_q, d_k), (N, L_k, d_k)
         self.kT = self.k.transpose(1, 2)  # (N, d_k, L_k), a view
         self.v = None if v is None else flat(v)  # (N, L_k, d_v)
-        self.N, self.L_q, self.L_k = self.q.shape[0], q.shape[-2], k.shape[-2]
-        self.mask = None
-        if mask is not None:  # (*lead, L_q or 1, L_k or 1), a view; a tile of it is reshaped per use
-            m = mask if mask.dim() >= 2 else mask[None, :]
-            self.mask = m.expand(*lead, *m.shape[-2:])
-        self.is_causal = is_causal
-        self.offset = self.L_k - self.L_q  # causal: query i sees keys j <= i + offset
-
-    def key_range(self, i0, i1):
-        """Keys any query of block [i0, i1) may see: [0, L_k), cut at the causal diagonal."""
-        if not self.is_causal:
-            return self.L_k
-        return max(0, min(self.L_k, i1 + self.offset))
+        self.N = self.q.shape[0]
 
     def hidden(self, i0, i1, j0, j1):
-        """Which (query, key) pairs of the tile are hidden, broadcastable to (N, bq, bk); None: none is."""
-        hide = None
-        if self.mask is not None:
-            m = self.mask
-            rows = slice(i0, i1) if m.shape[-2] > 1 else slice(0, 1)
-            cols = slice(j0, j1) if m.shape[-1] > 1 else slice(0, 1)
-            tile = m[..., rows, cols]
-            hide = ~tile.reshape(self.N, *tile.shape[-2:])  # (N, bq or 1, bk or 1)
-        if self.is_causal and j1 - 1 > i0 + self.offset:  # the tile straddles the diagonal
-            j = torch.arange(j0, j1)
-            i = torch.arange(i0, i1)[:, None]
-            above = j > i + self.offset  # (bq, bk)
-            hide = above if hide is None else hide | above
-        return hide
+        return super().hidden(i0, i1, j0, j1, flat=lambda tile: tile.reshape(self.N, *tile.shape[-2:]))
 
 
 def _masked_scores(tiles, qs, i0, i1, j0, j1, buf):
@@ -128,23 +102,21 @@ def _needs_grad(*xs):
 
 
 # --8<-- [start:online_softmax]
-def _attend(tiles, scale, bq, bk, inplace):
+def _attend(tiles, scale, inplace):
     """softmax(Q K^T * scale) V over visible keys, one query block at a time, keys streamed in blocks.
 
     inplace=False (under autograd) does the same arithmetic with out-of-place operations.
     """
     N, L_q, L_k, d_v, ct = tiles.N, tiles.L_q, tiles.L_k, tiles.v.shape[-1], tiles.compute
-    buf = torch.empty(N, min(bq, L_q), min(bk, L_k), dtype=ct) if inplace else None  # one tile of scores, reused
+    buf = torch.empty(N, min(tiles.bq, L_q), min(tiles.bk, L_k), dtype=ct) if inplace else None  # one tile, reused
     out = torch.empty(N, L_q, d_v, dtype=ct) if inplace else None
     rows = []
-    for i0 in range(0, L_q, bq):
-        i1 = min(i0 + bq, L_q)
+    for i0, i1 in tiles.query_blocks():
         qs = tiles.q[:, i0:i1] * scale  # (N, bq, d_k): the scale goes into Q, not into S
         m = torch.full((N, i1 - i0, 1), -math.inf, dtype=ct)  # running max
         l = torch.zeros(N, i1 - i0, 1, dtype=ct)  # running sum of exp(s - m)
         acc = torch.zeros(N, i1 - i0, d_v, dtype=ct)  # running sum of exp(s - m) v
-        for j0 in range(0, tiles.key_range(i0, i1), bk):  # causal: blocks above the diagonal never come
-            j1 = min(j0 + bk, L_k)
+        for j0, j1 in tiles.key_blocks(i0, i1):  # causal: blocks above the diagonal never come
             s = _masked_scores(tiles, qs, i0, i1, j0, j1, buf)
             if s is None:
                 continue
@@ -171,20 +143,18 @@ def _attend(tiles, scale, bq, bk, inplace):
 # --8<-- [end:online_softmax]
 
 
-def _weights(tiles, scale, bq, bk, inplace):
+def _weights(tiles, scale, inplace):
     """P, tile by tile: pass 1 computes each tile's scores and each row's online max and normaliser,
     pass 2 turns the tiles into exp(s - m) / l (in place, in the result, unless under autograd)."""
     N, L_q, L_k, ct = tiles.N, tiles.L_q, tiles.L_k, tiles.compute
     p = torch.zeros(N, L_q, L_k, dtype=ct)  # the result itself is L_q x L_k; nothing else is
     rows = []
-    for i0 in range(0, L_q, bq):
-        i1 = min(i0 + bq, L_q)
+    for i0, i1 in tiles.query_blocks():
         qs = tiles.q[:, i0:i1] * scale
         m = torch.full((N, i1 - i0, 1), -math.inf, dtype=ct)
         l = torch.zeros(N, i1 - i0, 1, dtype=ct)
         tiles_of_row = []
-        for j0 in range(0, tiles.key_range(i0, i1), bk):  # pass 1
-            j1 = min(j0 + bk, L_k)
+        for j0, j1 in tiles.key_blocks(i0, i1):  # pass 1
             s = _masked_scores(tiles, qs, i0, i1, j0, j1, p[:, i0:, j0:] if inplace else None)
             if s is None:
                 continue  # a skipped tile stays 0
@@ -210,15 +180,15 @@ def _weights(tiles, scale, bq, bk, inplace):
 def scaled_dot_product_attention(q, k, v, mask=None, is_causal=False, scale=None, block_q=None, block_k=None):
     """softmax(Q K^T * scale) V by online softmax; q (..., L_q, d_k), k (..., L_k, d_k), v (..., L_k, d_v)."""
     check_attention(q, k, v, mask=mask)
-    bq, bk = _block_sizes(block_q, block_k)
-    return _attend(_Tiles(q, k, mask, is_causal, v), _scale(q.shape[-1], scale), bq, bk, not _needs_grad(q, k, v))
+    tiles = _Tiles(q, k, mask, is_causal, block_q, block_k, v)
+    return _attend(tiles, _scale(q.shape[-1], scale), not _needs_grad(q, k, v))
 
 
 def attention_weights(q, k, mask=None, is_causal=False, scale=None, block_q=None, block_k=None):
     """P = softmax(Q K^T * scale) over visible keys, computed tile by tile; (..., L_q, L_k)."""
     check_attention(q, k, mask=mask)
-    bq, bk = _block_sizes(block_q, block_k)
-    return _weights(_Tiles(q, k, mask, is_causal), _scale(q.shape[-1], scale), bq, bk, not _needs_grad(q, k))
+    tiles = _Tiles(q, k, mask, is_causal, block_q, block_k)
+    return _weights(tiles, _scale(q.shape[-1], scale), not _needs_grad(q, k))
 
 
 def _linear(x, w, b):
@@ -230,13 +200,10 @@ def multi_head_attention(query, key, value, weights, num_heads, mask=None, is_ca
                          block_q=None, block_k=None):
     """Concat(head_1..head_H) W^O + b_O with chunked heads; query (B, L_q, D), key/value (B, L_k, D)."""
     d_k, _ = check_multi_head(query, key, value, weights, num_heads, mask)
-    bq, bk = _block_sizes(block_q, block_k)
-    # 1) project and split: (B, L, D) -> (B, H, L, d_k)
-    q = split_heads(_linear(query, weights["w_q"], weights.get("b_q")), num_heads)
-    k = split_heads(_linear(key, weights["w_k"], weights.get("b_k")), num_heads)
-    v = split_heads(_linear(value, weights["w_v"], weights.get("b_v")), num_heads)
-    # 2) attend, all heads at once, one query block at a time
-    inplace = not _needs_grad(q, k, v)
-    heads = _attend(_Tiles(q, k, mask, is_causal, v), 1.0 / math.sqrt(d_k), bq, bk, inplace)  # (B, H, L_q, d_k)
-    # 3) concat along the features, then W^O
-    return _linear(merge_heads(heads), weights["w_o"], weights.get("b_o"))  # (B, L_q, D)
+    block_sizes(block_q, block_k, BLOCK_Q, BLOCK_K)  # bad sizes fail before any work
+    scale = 1.0 / math.sqrt(d_k)
+
+    def attend(q, k, v):  # (B, H, L, d_k) heads, all at once, one query block at a time
+        return _attend(_Tiles(q, k, mask, is_causal, block_q, block_k, v), scale, not _needs_grad(q, k, v))
+
+    return multi_head(query, key, value, weights, num_heads, attend, _linear, split_heads, merge_heads)

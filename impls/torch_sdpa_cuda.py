@@ -24,6 +24,7 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.nn.attention.bias import causal_lower_right
 
 from impls import torch_sdpa
+from impls._heads import multi_head
 from impls.torch_sdpa import attention_weights, layer_norm, merge_heads, sinusoidal_positional_encoding, split_heads
 from reference.checks import check_attention, check_multi_head
 
@@ -78,11 +79,6 @@ def scaled_dot_product_attention(q, k, v, mask=None, is_causal=False, scale=None
 def multi_head_attention(query, key, value, weights, num_heads, mask=None, is_causal=False):
     """Concat(head_1..head_H) W^O + b_O, heads by the flash kernel; query (B, L_q, D), key/value (B, L_k, D)."""
     d_k, _ = check_multi_head(query, key, value, weights, num_heads, mask)
-    # 1) project and split: (B, L, D) -> (B, H, L, d_k)
-    q = split_heads(torch_sdpa._linear(query, weights["w_q"], weights.get("b_q")), num_heads)
-    k = split_heads(torch_sdpa._linear(key, weights["w_k"], weights.get("b_k")), num_heads)
-    v = split_heads(torch_sdpa._linear(value, weights["w_v"], weights.get("b_v")), num_heads)
-    # 2) attend
-    heads = _attend(q, k, v, mask, is_causal, 1.0 / math.sqrt(d_k))  # (B, H, L_q, d_k)
-    # 3) concat along the features, then W^O
-    return torch_sdpa._linear(merge_heads(heads), weights["w_o"], weights.get("b_o"))  # (B, L_q, D)
+    scale = 1.0 / math.sqrt(d_k)
+    return multi_head(query, key, value, weights, num_heads, lambda q, k, v: _attend(q, k, v, mask, is_causal, scale),
+                      torch_sdpa._linear, split_heads, merge_heads)

@@ -35,7 +35,6 @@ import os
 import sys
 
 import torch
-import torch.nn.functional as F
 
 ON_GPU = torch.cuda.is_available()
 OPT_IN = "MHA_SPEC_TRITON_INTERPRET"  # =1: run the kernel in Triton's interpreter when there is no GPU
@@ -48,6 +47,9 @@ if _INTERPRET and "triton" not in sys.modules:
 import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
 
+from impls import torch_sdpa  # noqa: E402
+from impls._heads import multi_head  # noqa: E402
+from impls._tiling import block_sizes  # noqa: E402
 from impls.torch_sdpa import merge_heads, split_heads  # noqa: E402
 from reference.checks import check_attention, check_multi_head  # noqa: E402
 
@@ -178,10 +180,7 @@ def _attend(q, k, v, mask, is_causal, scale, block_q, block_k):
     out = torch.empty(N, L_q, d_v, dtype=q.dtype, device=q.device)
     if N == 0 or L_q == 0 or d_v == 0:
         return out.reshape(*lead, L_q, d_v)
-    step_m = BLOCK_Q if block_q is None else int(block_q)
-    step_n = BLOCK_K if block_k is None else int(block_k)
-    if step_m < 1 or step_n < 1:
-        raise ValueError(f"block sizes must be at least 1, got block_q={block_q}, block_k={block_k}")
+    step_m, step_n = block_sizes(block_q, block_k, BLOCK_Q, BLOCK_K)
     if mask is not None:
         mask_bytes, bases, stride_mr, stride_mc = _mask_bases(mask, lead, L_q, L_k)
     else:  # unused by the kernel (HAS_MASK=False); any tensor will do
@@ -206,20 +205,13 @@ def scaled_dot_product_attention(q, k, v, mask=None, is_causal=False, scale=None
     return _attend(q, k, v, mask, is_causal, scale, block_q, block_k)
 
 
-def _linear(x, w, b):
-    """y = x W + b; F.linear wants nn.Linear's (out, in) weight, so it gets W^T (a view)."""
-    return F.linear(x, w.t(), b)
-
-
 def multi_head_attention(query, key, value, weights, num_heads, mask=None, is_causal=False,
                          block_q=None, block_k=None):
     """Concat(head_1..head_H) W^O + b_O, heads by the flash kernel; query (B, L_q, D), key/value (B, L_k, D)."""
     d_k, _ = check_multi_head(query, key, value, weights, num_heads, mask)
-    # 1) project and split: (B, L, D) -> (B, H, L, d_k)
-    q = split_heads(_linear(query, weights["w_q"], weights.get("b_q")), num_heads)
-    k = split_heads(_linear(key, weights["w_k"], weights.get("b_k")), num_heads)
-    v = split_heads(_linear(value, weights["w_v"], weights.get("b_v")), num_heads)
-    # 2) attend: every (batch, head) slice and query block is one program
-    heads = _attend(q, k, v, mask, is_causal, 1.0 / math.sqrt(d_k), block_q, block_k)  # (B, H, L_q, d_k)
-    # 3) concat along the features, then W^O
-    return _linear(merge_heads(heads), weights["w_o"], weights.get("b_o"))  # (B, L_q, D)
+    scale = 1.0 / math.sqrt(d_k)
+
+    def attend(q, k, v):  # every (batch, head) slice and query block is one program
+        return _attend(q, k, v, mask, is_causal, scale, block_q, block_k)
+
+    return multi_head(query, key, value, weights, num_heads, attend, torch_sdpa._linear, split_heads, merge_heads)
