@@ -11,16 +11,12 @@ Without the package (`pip install flash-attn`, which needs a CUDA toolchain) or 
 the suite reports this implementation as unavailable, with the reason.
 """
 
-import math
-
 import flash_attn
 import torch
 from flash_attn import flash_attn_func
 
-from impls import torch_sdpa
-from impls._heads import multi_head
 from impls.torch_sdpa import attention_weights, layer_norm, merge_heads, sinusoidal_positional_encoding, split_heads
-from reference.checks import check_attention, check_multi_head
+from impls.torch_sdpa_cuda import with_fallback
 
 BACKEND = "torch"
 DEVICE = "cuda"
@@ -56,22 +52,4 @@ def _flash(q, k, v, is_causal, scale):
     return out
 
 
-def _attend(q, k, v, mask, is_causal, scale):
-    if _applies(q, k, v, mask):
-        return _flash(q, k, v, is_causal, scale)
-    q, k, v = torch_sdpa._broadcast_leading(q, k, v)
-    return torch_sdpa._attend(q, k, v, mask, is_causal, scale)
-
-
-def scaled_dot_product_attention(q, k, v, mask=None, is_causal=False, scale=None):
-    """softmax(Q K^T * scale) V; q (..., L_q, d_k), k (..., L_k, d_k), v (..., L_k, d_v) -> (..., L_q, d_v)."""
-    check_attention(q, k, v, mask=mask)
-    return _attend(q, k, v, mask, is_causal, 1.0 / math.sqrt(q.shape[-1]) if scale is None else float(scale))
-
-
-def multi_head_attention(query, key, value, weights, num_heads, mask=None, is_causal=False):
-    """Concat(head_1..head_H) W^O + b_O, heads by flash-attn; query (B, L_q, D), key/value (B, L_k, D)."""
-    d_k, _ = check_multi_head(query, key, value, weights, num_heads, mask)
-    scale = 1.0 / math.sqrt(d_k)
-    return multi_head(query, key, value, weights, num_heads, lambda q, k, v: _attend(q, k, v, mask, is_causal, scale),
-                      torch_sdpa._linear, split_heads, merge_heads)
+scaled_dot_product_attention, multi_head_attention = with_fallback(_applies, _flash)

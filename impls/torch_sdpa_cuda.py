@@ -32,7 +32,7 @@ BACKEND = "torch"
 DEVICE = "cuda"
 DTYPES = ("float16", "bfloat16")
 
-__all__ = ["BACKEND", "DEVICE", "DTYPES", "attention_weights", "flash_applies", "layer_norm", "merge_heads",
+__all__ = ["BACKEND", "DEVICE", "DTYPES", "attention_weights", "flash_applies", "with_fallback", "layer_norm", "merge_heads",
            "multi_head_attention", "scaled_dot_product_attention", "sinusoidal_positional_encoding", "split_heads"]
 
 
@@ -63,22 +63,30 @@ def _flash(q, k, v, is_causal, scale):
     return out
 
 
-def _attend(q, k, v, mask, is_causal, scale):
-    if flash_applies(q, k, v, mask):
-        return _flash(q, k, v, is_causal, scale)
-    q, k, v = torch_sdpa._broadcast_leading(q, k, v)
-    return torch_sdpa._attend(q, k, v, mask, is_causal, scale)  # PyTorch chooses the backend
+def with_fallback(applies, flash):
+    """The contract's scaled_dot_product_attention and multi_head_attention around a flash kernel:
+    inputs that `applies(q, k, v, mask)` accepts go to `flash(q, k, v, is_causal, scale)`, the
+    rest to impls/torch_sdpa (PyTorch chooses the backend)."""
+
+    def attend(q, k, v, mask, is_causal, scale):
+        if applies(q, k, v, mask):
+            return flash(q, k, v, is_causal, scale)
+        q, k, v = torch_sdpa._broadcast_leading(q, k, v)
+        return torch_sdpa._attend(q, k, v, mask, is_causal, scale)
+
+    def scaled_dot_product_attention(q, k, v, mask=None, is_causal=False, scale=None):
+        """softmax(Q K^T * scale) V; q (..., L_q, d_k), k (..., L_k, d_k), v (..., L_k, d_v) -> (..., L_q, d_v)."""
+        check_attention(q, k, v, mask=mask)
+        return attend(q, k, v, mask, is_causal, 1.0 / math.sqrt(q.shape[-1]) if scale is None else float(scale))
+
+    def multi_head_attention(query, key, value, weights, num_heads, mask=None, is_causal=False):
+        """Concat(head_1..head_H) W^O + b_O, heads by the flash kernel; query (B, L_q, D), key/value (B, L_k, D)."""
+        d_k, _ = check_multi_head(query, key, value, weights, num_heads, mask)
+        scale = 1.0 / math.sqrt(d_k)
+        return multi_head(query, key, value, weights, num_heads, lambda q, k, v: attend(q, k, v, mask, is_causal, scale),
+                          torch_sdpa._linear, split_heads, merge_heads)
+
+    return scaled_dot_product_attention, multi_head_attention
 
 
-def scaled_dot_product_attention(q, k, v, mask=None, is_causal=False, scale=None):
-    """softmax(Q K^T * scale) V; q (..., L_q, d_k), k (..., L_k, d_k), v (..., L_k, d_v) -> (..., L_q, d_v)."""
-    check_attention(q, k, v, mask=mask)
-    return _attend(q, k, v, mask, is_causal, 1.0 / math.sqrt(q.shape[-1]) if scale is None else float(scale))
-
-
-def multi_head_attention(query, key, value, weights, num_heads, mask=None, is_causal=False):
-    """Concat(head_1..head_H) W^O + b_O, heads by the flash kernel; query (B, L_q, D), key/value (B, L_k, D)."""
-    d_k, _ = check_multi_head(query, key, value, weights, num_heads, mask)
-    scale = 1.0 / math.sqrt(d_k)
-    return multi_head(query, key, value, weights, num_heads, lambda q, k, v: _attend(q, k, v, mask, is_causal, scale),
-                      torch_sdpa._linear, split_heads, merge_heads)
+scaled_dot_product_attention, multi_head_attention = with_fallback(flash_applies, _flash)
