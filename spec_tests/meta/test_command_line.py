@@ -19,7 +19,9 @@ def test_untouched_template_reports_every_claim_not_implemented(tmp_path):
     statuses = report["claims"]
     core_claims = {c.id for c in claims.catalogue().values() if c.chapter in CORE}
     assert core_claims <= set(statuses), "claims missing from the summary"
-    wrong = {cid: s for cid, per in statuses.items() for s in per.values() if s not in ("not implemented", "not applicable")}
+    # per implementation; "" collects the tests that call no implementation (the oracle's own checks, e.g. of its KV cache)
+    wrong = {cid: s for cid, per in statuses.items() for impl, s in per.items()
+             if impl and s not in ("not implemented", "not applicable")}
     assert not wrong, f"claims not reported as not implemented: {wrong}"
     assert "not implemented:" in out and "Traceback" not in out
 
