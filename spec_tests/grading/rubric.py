@@ -1,0 +1,191 @@
+"""The rubric: which claims are graded, for how many points, who sees them, and the limits.
+
+    [grading]
+    total = 100                       # the points of a perfect submission
+    partial = true                    # a claim earns points x (its tests passed / its tests that apply)
+    docs_url = ""                     # where "read: docs/..." links point (empty: the repository's docs/)
+    total_timeout = 1200              # seconds for one submission's whole run
+    exclude_tests = ["test_masks.py::test_grouped_query_decoding_reproduces_causal_self_attention"]
+
+    [limits]                          # isolation.Limits: call_timeout, test_timeout, memory_mb, ...
+    call_timeout = 10
+
+    [banned]
+    functions = ["torch.nn.functional.scaled_dot_product_attention", "reference"]
+
+    [chapters.sdpa]                   # every claim of the chapter that has tests shares the points
+    points = 20
+    visibility = "visible"            # Gradescope: visible, hidden, after_due_date, after_published
+    exclude = ["SDPA-8"]
+
+    [claims."MASK-4"]                 # a claim of its own: taken out of its chapter's share
+    points = 5
+    visibility = "hidden"
+
+A claim whose tests are all "not applicable" to a submission (a float16-only claim for a
+float64 implementation) leaves the total: the other claims' points are scaled up so that a
+perfect submission still earns `total`.
+"""
+
+from __future__ import annotations
+
+import ast
+import tomllib
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+
+from spec_tests.harness import claims as catalogue
+from spec_tests.harness.isolation import Limits
+
+SPEC_DIR = Path(__file__).resolve().parents[1]
+DEFAULT = SPEC_DIR / "rubric.toml"
+VISIBILITY = ("visible", "hidden", "after_due_date", "after_published")
+
+
+class RubricError(ValueError):
+    """The rubric file is not valid; the message says where."""
+
+
+@dataclass(frozen=True)
+class Item:
+    claim: str
+    chapter: str
+    points: float
+    visibility: str
+
+
+@dataclass
+class Rubric:
+    path: str
+    items: list[Item]
+    total: float
+    partial: bool
+    docs_url: str
+    limits: Limits
+    total_timeout: float = 1200.0
+    exclude_tests: tuple[str, ...] = ()  # "module.py::test_name": not run, not graded
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def claims(self) -> list[str]:
+        return [i.claim for i in self.items]
+
+    @property
+    def modules(self) -> list[str]:
+        """The chapter modules that hold the graded claims' tests."""
+        tested = tested_claims(self.exclude_tests)
+        return sorted({t.split("::")[0] for c in self.claims for t in tested.get(c, [])})
+
+    def item(self, claim_id: str) -> Item:
+        return next(i for i in self.items if i.claim == claim_id)
+
+
+@cache
+def tested_claims(exclude: tuple[str, ...] = ()) -> dict[str, list[str]]:
+    """Claim ID -> the spec tests of an implementation that carry it, read from the chapter modules.
+
+    Slow tests (left out of the default run) and tests without the `impl` fixture (checks of the
+    oracle itself) grade nothing.
+    """
+    found: dict[str, list[str]] = {}
+    for path in sorted(SPEC_DIR.glob("test_*.py")):
+        tree = ast.parse(path.read_text())
+        if any(_is_slow(v) for n in tree.body if isinstance(n, ast.Assign)
+               for t in n.targets if getattr(t, "id", "") == "pytestmark" for v in _listed(n.value)):
+            continue
+        for node in tree.body:
+            if not (isinstance(node, ast.FunctionDef) and node.name.startswith("test_")):
+                continue
+            if any(_is_slow(d) for d in node.decorator_list) or "impl" not in [a.arg for a in node.args.args]:
+                continue
+            if f"{path.name}::{node.name}" in exclude:
+                continue
+            for dec in node.decorator_list:
+                if isinstance(dec, ast.Call) and _name(dec.func) in ("claim", "pytest.mark.claim"):
+                    for arg in dec.args:
+                        if isinstance(arg, ast.Constant):
+                            found.setdefault(arg.value, []).append(f"{path.name}::{node.name}")
+    return found
+
+
+def _listed(node):
+    return node.elts if isinstance(node, (ast.List, ast.Tuple)) else [node]
+
+
+def _name(node) -> str:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return f"{_name(node.value)}.{node.attr}"
+    return ""
+
+
+def _is_slow(node) -> bool:
+    return _name(node) in ("pytest.mark.slow", "slow")
+
+
+def load(path: str | Path | None = None) -> Rubric:
+    path = Path(path).resolve() if path else DEFAULT
+    try:
+        with open(path, "rb") as f:
+            data = tomllib.load(f)
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise RubricError(f"cannot read the rubric {path}: {exc}") from None
+    unknown = set(data) - {"grading", "limits", "banned", "chapters", "claims"}
+    if unknown:
+        raise RubricError(f"{path}: unknown tables {sorted(unknown)}")
+    try:
+        limits = Limits.from_toml(str(path))
+    except (ValueError, TypeError) as exc:
+        raise RubricError(str(exc)) from None
+    grading = data.get("grading", {})
+    exclude = tuple(grading.get("exclude_tests", ()))
+    all_claims, tested, chapters = catalogue.catalogue(), tested_claims(exclude), catalogue.chapters()
+    every_test = {t for ts in tested_claims().values() for t in ts}
+    stale = [t for t in exclude if t not in every_test]
+    if stale:
+        raise RubricError(f"{path}: exclude_tests names no test of an implementation: {stale}")
+    notes: list[str] = []
+
+    def visibility(table, where) -> str:
+        v = table.get("visibility", "visible")
+        if v not in VISIBILITY:
+            raise RubricError(f"{path}: {where}: visibility must be one of {VISIBILITY}, got {v!r}")
+        return v
+
+    own: dict[str, Item] = {}
+    for cid, table in data.get("claims", {}).items():
+        if cid not in all_claims:
+            raise RubricError(f"{path}: [claims.{cid!r}]: no such claim (see spec_tests/claims.toml)")
+        if cid not in tested:
+            raise RubricError(f"{path}: [claims.{cid!r}]: this claim has no test in the default run to grade it by")
+        own[cid] = Item(cid, all_claims[cid].chapter, float(table.get("points", 1)), visibility(table, cid))
+    items: list[Item] = []
+    for chapter, table in data.get("chapters", {}).items():
+        if chapter not in chapters:
+            raise RubricError(f"{path}: [chapters.{chapter}]: no such chapter; chapters: {sorted(chapters)}")
+        left_out = set(table.get("exclude", []))
+        bad = left_out - set(all_claims)
+        if bad:
+            raise RubricError(f"{path}: [chapters.{chapter}] excludes unknown claims {sorted(bad)}")
+        members = [c for c in all_claims.values() if c.chapter == chapter and c.id not in left_out | set(own)]
+        untested = [c.id for c in members if c.id not in tested]
+        if untested:
+            notes.append(f"chapter {chapter}: {', '.join(untested)} not graded (no test in the default run)")
+        members = [c for c in members if c.id in tested]
+        if not members:
+            continue
+        share = float(table.get("points", 0)) / len(members)
+        items += [Item(c.id, chapter, share, visibility(table, chapter)) for c in members]
+    items += own.values()
+    order = list(all_claims)
+    items.sort(key=lambda i: order.index(i.claim))
+    if not items:
+        raise RubricError(f"{path}: grades no claim: add [chapters.NAME] or [claims.ID] tables")
+    total = float(grading.get("total", sum(i.points for i in items)))
+    known = {"total", "partial", "docs_url", "total_timeout", "exclude_tests"}
+    if set(grading) - known:
+        raise RubricError(f"{path}: unknown [grading] keys {sorted(set(grading) - known)}; known: {sorted(known)}")
+    return Rubric(str(path), items, total, bool(grading.get("partial", True)), str(grading.get("docs_url", "")),
+                  limits, float(grading.get("total_timeout", 1200)), exclude, notes)

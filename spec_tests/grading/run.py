@@ -1,0 +1,183 @@
+"""Running the specification on one submission: a pytest subprocess with isolation on.
+
+    grading = pytest --impl SUBMISSION --isolate --rubric R --claim <the rubric's claims>
+              --spec-report report.json      (Hypothesis profile `grading`: derandomised)
+
+The submission is copied into a fresh folder first (the worker gets its own copy again), the run
+has a time limit of its own, and every outcome is also streamed to a JSON-lines file
+(progress.py), so a run stopped at its limit is still scored by what finished.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from spec_tests.grading.rubric import Rubric
+
+ROOT = Path(__file__).resolve().parents[2]
+SPEC_DIR = ROOT / "spec_tests"
+ENTRY_NAMES = ("attention.py", "submission.py", "mha.py")  # in a folder with several .py files
+UNUSED_PLUGINS = ("cacheprovider", "xdist", "benchmark", "unraisableexception")  # start-up time, not needed
+
+
+class SubmissionError(Exception):
+    """The submission is not something the grader can run (no .py file, several candidates)."""
+
+
+@dataclass
+class Run:
+    name: str  # the submission's name (file stem or folder name)
+    entry: str  # the file graded, relative to the submission
+    records: list[dict] = field(default_factory=list)  # one per test: plugin.py's spec outcome
+    implementation: dict | None = None  # what it declared: backend, device, dtypes
+    load_error: str | None = None  # why it could not be imported
+    timed_out: bool = False
+    seconds: float = 0.0
+    exit_code: int | None = None
+    log: str = ""  # the end of pytest's output
+    notes: list[str] = field(default_factory=list)
+
+
+def find_entry(submission: Path) -> Path:
+    """The .py file to grade: the file itself, or the one .py file (or attention.py ...) of a folder."""
+    if submission.is_file():
+        if submission.suffix != ".py":
+            raise SubmissionError(f"{submission} is not a .py file")
+        return submission
+    if not submission.is_dir():
+        raise SubmissionError(f"no such file or folder: {submission}")
+    files = sorted(p for p in submission.iterdir() if p.suffix == ".py" and p.is_file())
+    if len(files) == 1:
+        return files[0]
+    for name in ENTRY_NAMES:
+        if (submission / name).is_file():
+            return submission / name
+    if not files:
+        raise SubmissionError(f"{submission} holds no .py file")
+    raise SubmissionError(f"{submission} holds several .py files ({', '.join(p.name for p in files)}) "
+                          f"and none is named {' or '.join(ENTRY_NAMES)}")
+
+
+def stage(submission: Path, workdir: Path) -> Path:
+    """Copy the submission to workdir/submission (readable by the worker's user); return the entry file."""
+    entry = find_entry(submission)
+    target = workdir / "submission"
+    if submission.is_dir():
+        shutil.copytree(submission, target, symlinks=False, ignore=shutil.ignore_patterns("__pycache__", ".*"))
+    else:
+        target.mkdir()
+        shutil.copyfile(entry, target / entry.name)
+    for folder, dirs, files in os.walk(target):
+        os.chmod(folder, 0o755)
+        for f in files:
+            os.chmod(os.path.join(folder, f), 0o644)
+    os.chmod(workdir, 0o755)
+    return target / entry.relative_to(submission if submission.is_dir() else entry.parent)
+
+
+def clean(text: str, workdir: Path) -> str:
+    """Messages as the learner should read them: no paths of the grading machine."""
+    text = text.replace(str(workdir / "submission") + os.sep, "")
+    text = re.sub(r"\S*mha-spec-worker-[^/\s'\"]+/impl/", "", text)
+    return text.replace(str(workdir) + os.sep, "")
+
+
+def run(submission: Path, rubric: Rubric, workdir: Path, progress=None) -> Run:
+    """Grade-run one submission in workdir; `progress(done, collected)` is called as tests finish."""
+    submission = Path(submission).resolve()
+    entry = stage(submission, workdir)
+    name = submission.stem if submission.is_file() else submission.name
+    result = Run(name=name, entry=str(entry.relative_to(workdir / "submission")))
+    report, stream, log = workdir / "report.json", workdir / "progress.jsonl", workdir / "pytest.log"
+    cmd = [sys.executable, "-m", "pytest", "-q", "--tb=short", "--no-header", "-p", "spec_tests.grading.progress",
+           *[f"-p no:{p}" for p in UNUSED_PLUGINS], "--rootdir", str(ROOT), "-c", str(ROOT / "pyproject.toml"),
+           *[str(SPEC_DIR / m) for m in rubric.modules], "--impl", str(entry), "--isolate", "--rubric", rubric.path,
+           "--claim", ",".join(rubric.claims), "--spec-report", str(report), "--no-claim-summary",
+           *[f"--deselect=spec_tests/{t}" for t in rubric.exclude_tests]]
+    env = {k: v for k, v in os.environ.items() if k not in ("MHA_SPEC_IMPL", "CI", "PYTEST_ADDOPTS")}
+    env.update(MHA_SPEC_PROFILE="grading", PYTHONHASHSEED="0", MHA_SPEC_PROGRESS=str(stream),
+               MHA_SPEC_NO_REPRO="1")  # snippets would name this machine's files; feedback.md says how instead
+    limit = rubric.total_timeout
+    began = time.monotonic()
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(cmd, cwd=workdir, env=env, stdout=out, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, start_new_session=True)
+        seen = 0
+        while True:
+            try:
+                result.exit_code = proc.wait(timeout=0.5)
+                break
+            except subprocess.TimeoutExpired:
+                pass
+            if progress is not None:
+                done, collected = _count(stream)
+                if done != seen:
+                    seen = done
+                    progress(done, collected)
+            if time.monotonic() - began > limit:
+                result.timed_out = True
+                _stop(proc)
+                break
+    result.seconds = time.monotonic() - began
+    text = log.read_bytes().decode(errors="replace")
+    result.log = clean(text[-20000:], workdir)
+    if report.exists():
+        data = json.loads(report.read_text())
+        result.records = [t for t in data["tests"] if t["impl"]]
+        result.implementation = next(iter(data["implementations"].values()), None)
+        if result.implementation:
+            result.implementation["path"] = result.entry  # not this machine's copy of it
+    else:
+        result.records = [r["outcome"] for r in _lines(stream) if "outcome" in r and r["outcome"]["impl"]]
+        match = re.search(r"could not load the implementation .*?:\s*\n?(.*?)(\nFix the error above|\Z)", text, re.S)
+        if match and not result.timed_out:
+            result.load_error = clean(match.group(1).strip(), workdir)
+        elif not result.timed_out and not result.records:
+            raise RuntimeError(f"the grading run ended without a report (exit code {result.exit_code}):\n"
+                               f"{result.log[-3000:]}")
+    for r in result.records:
+        r["message"] = clean(r.get("message") or "", workdir)
+    if result.timed_out:
+        result.notes.append(f"grading stopped after {limit:g} s; tests that had not finished score 0")
+    return result
+
+
+def _lines(path: Path) -> list[dict]:
+    if not path.exists():
+        return []
+    out = []
+    for line in path.read_text().splitlines():
+        try:
+            out.append(json.loads(line))
+        except ValueError:
+            continue
+    return out
+
+
+def _count(path: Path) -> tuple[int, int]:
+    lines = _lines(path)
+    collected = next((r["collected"] for r in lines if "collected" in r), 0)
+    return sum(1 for r in lines if "outcome" in r), collected
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    """SIGTERM first (the suite then ends its workers), SIGKILL if that is not enough."""
+    for sig, wait in ((signal.SIGTERM, 15), (signal.SIGKILL, 15)):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            proc.wait(timeout=wait)
+            return
+        except subprocess.TimeoutExpired:
+            continue
