@@ -34,17 +34,21 @@ def check_num_heads(d_model: int, num_heads: int) -> int:
 
 
 # --8<-- [start:check_mask]
+def broadcasts_to(x, shape: tuple[int, ...]) -> bool:
+    """Does x broadcast to exactly `shape` (without making it any larger)?"""
+    try:
+        return np.broadcast_shapes(shape_of(x), shape) == shape
+    except ValueError:
+        return False
+
+
 def check_mask(mask, scores_shape: tuple[int, ...]) -> None:
     """A mask is boolean (True = may attend) and broadcasts to the scores' shape."""
     if mask is None:
         return
     if not is_bool(mask):
         raise ValueError(f"mask must be boolean (True = may attend), got dtype {mask.dtype}")
-    try:
-        joint = np.broadcast_shapes(shape_of(mask), scores_shape)
-    except ValueError:
-        joint = None
-    if joint != scores_shape:
+    if not broadcasts_to(mask, scores_shape):
         raise ValueError(
             f"mask of shape {shape_of(mask)} does not broadcast to the attention "
             f"scores' shape {scores_shape} (..., L_q, L_k)"
@@ -77,11 +81,7 @@ def check_attention(q, k, v=None, mask=None, bias=None) -> tuple[int, ...]:
     if bias is not None:
         if is_bool(bias):
             raise ValueError("bias must be a float array added to the scores, got a boolean one: pass it as mask=")
-        try:
-            joint = np.broadcast_shapes(shape_of(bias), scores_shape)
-        except ValueError:
-            joint = None
-        if joint != scores_shape:
+        if not broadcasts_to(bias, scores_shape):
             raise ValueError(f"bias of shape {shape_of(bias)} does not broadcast to {scores_shape}")
     return scores_shape
 
@@ -138,11 +138,7 @@ def check_rotary(x, positions) -> None:
     if d % 2 != 0:
         raise ValueError(f"rotary embedding pairs features (2i, 2i+1), so d must be even, got x.shape[-1]={d}")
     rows = shape_of(x)[:-1]
-    try:
-        joint = np.broadcast_shapes(shape_of(positions), rows)
-    except ValueError:
-        joint = None
-    if joint != rows:
+    if not broadcasts_to(positions, rows):
         raise ValueError(
             f"positions of shape {shape_of(positions)} do not broadcast to x's rows {rows} (..., L): "
             "give one position per row, e.g. shape (L,)"

@@ -365,9 +365,12 @@ def layer_norm_backward(dy, x, gamma, eps=1e-5):
     inv_std = 1.0 / np.sqrt(var + float(eps))
     x_hat = (x - mean) * inv_std
     rows = tuple(range(x.ndim - 1))
-    g = dy * gamma
-    dx = inv_std * (g - g.mean(axis=-1, keepdims=True) - x_hat * (g * x_hat).mean(axis=-1, keepdims=True))
-    return dx, (dy * x_hat).sum(axis=rows), dy.sum(axis=rows)
+    return _layer_norm_dx(dy * gamma, x_hat, inv_std), (dy * x_hat).sum(axis=rows), dy.sum(axis=rows)
+
+
+def _layer_norm_dx(g, x_hat, inv_std):
+    """dx from g = dy * gamma: the mean's share (- mean g) and the variance's (- x_hat mean(g x_hat))."""
+    return inv_std * (g - g.mean(axis=-1, keepdims=True) - x_hat * (g * x_hat).mean(axis=-1, keepdims=True))
 
 
 def _softmax_backward(p, dp):
