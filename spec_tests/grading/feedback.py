@@ -110,14 +110,15 @@ def claim_section(grade: Grade, c: ClaimGrade) -> list[str]:
     if c.status in ("passed", "not applicable"):
         return [head]
     lines = [head]
-    shown = c.failures[:MAX_DETAILED]
-    for r in shown:
+    # the failure that names a known bug, if one does, is the most useful one to describe in full
+    failures = sorted(c.failures, key=lambda r: "likely cause:" not in (r.get("message") or ""))
+    for r in failures[:MAX_DETAILED]:
         lines.append(f"  - failed test: `{test_label(r)}`")
         lines += ["    " + ln if ln else "" for ln in describe_failure(r)]
-    more = c.failures[MAX_DETAILED:MAX_DETAILED + MAX_LISTED]
+    more = failures[MAX_DETAILED:MAX_DETAILED + MAX_LISTED]
     if more:
         lines.append("  - also failed: " + ", ".join(f"`{test_label(r)}`" for r in more)
-                     + (" ..." if len(c.failures) > MAX_DETAILED + MAX_LISTED else ""))
+                     + (" ..." if len(failures) > MAX_DETAILED + MAX_LISTED else ""))
     if c.status == "not run":
         lines.append("  - no test of this claim ran (see the note at the top)")
     lines.append(f"  - hint: {hint(c.item.claim)}")

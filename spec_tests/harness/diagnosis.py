@@ -17,6 +17,7 @@ message, in a plain `pytest --impl` run as in grading.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 from functools import cache
 from pathlib import Path
@@ -26,23 +27,34 @@ import numpy as np
 from spec_tests.harness import arrays, feedback, tolerance
 
 MUTANTS_DIR = Path(__file__).resolve().parents[2] / "impls" / "mutants"
-MAX_ELEMENTS = 200_000  # inputs larger than this are not replayed (the diagnosis must stay cheap)
+MAX_ELEMENTS = 5_000_000  # inputs larger than this are not replayed (the diagnosis must stay cheap)
 MAX_CALLS = 4
 NUMPY_DTYPES = ("float64", "float32")
 
 
 @cache
-def mutants() -> list:
-    """(name, module) of every mutant that imports, and the correct base first."""
+def mutants(with_torch: bool = False) -> list:
+    """(name, module) of every mutant that imports, the correct base first; torch mutants only on request
+    (a NumPy implementation cannot have their bugs, and importing torch costs seconds)."""
     found = []
     for path in sorted(MUTANTS_DIR.glob("*.py")):
-        if path.stem == "__init__":
+        if path.stem == "__init__" or (not with_torch and "import torch" in path.read_text()):
             continue
         try:
             found.append((path.stem, importlib.import_module(f"impls.mutants.{path.stem}")))
         except Exception:  # noqa: BLE001 - a broken mutant diagnoses nothing
             continue
     return sorted(found, key=lambda m: m[0] != "_base")
+
+
+def _replay_dtype(module, dtype: str) -> str | None:
+    """The dtype a mutant replays a call of `dtype` in: its own if it runs there, float32 for a NumPy
+    mutant and a float16/bfloat16 call (on the rounded inputs), else None (it cannot compare)."""
+    if dtype in getattr(module, "DTYPES", NUMPY_DTYPES):
+        return dtype
+    if getattr(module, "BACKEND", "numpy") == "numpy" and dtype not in NUMPY_DTYPES:
+        return "float32"
+    return None
 
 
 class Behaviour:
@@ -60,10 +72,11 @@ def _replay(module, call, dtype: str) -> Behaviour:
     fn = getattr(module, call.fname, None)
     if fn is None:
         return Behaviour(error="AttributeError")
-    cast = lambda a: arrays.to_native(a, "numpy", dtype)  # noqa: E731
+    backend = getattr(module, "BACKEND", "numpy")
+    cast = lambda a: arrays.to_native(a, backend, dtype)  # noqa: E731
     args, kwargs = arrays.map_arrays(call.args, cast), arrays.map_arrays(call.kwargs, cast)
     try:
-        with np.errstate(all="ignore"):
+        with np.errstate(all="ignore"), _autocast(backend, call.autocast):
             result = fn(*args, **kwargs)
     except Exception as exc:  # noqa: BLE001 - raising is a behaviour too
         return Behaviour(error=type(exc).__name__)
@@ -71,6 +84,14 @@ def _replay(module, call, dtype: str) -> Behaviour:
     seen = arrays.native_dtype_name(first) if hasattr(first, "dtype") else None
     after = arrays.map_arrays((args, kwargs), arrays.to_numpy) if call.native else None
     return Behaviour(None, arrays.map_arrays(result, arrays.to_numpy), seen, after)
+
+
+def _autocast(backend: str, state: str | None):
+    if backend != "torch" or not state:
+        return contextlib.nullcontext()
+    torch = arrays.torch_module()
+    device, dtype = state.split(":")
+    return torch.autocast(device_type=device, dtype=getattr(torch, dtype))
 
 
 def _flat(value) -> list:
@@ -157,26 +178,27 @@ def diagnose(data: dict) -> str | None:
     calls = _calls(data)
     if subject is None or not calls or any(_size(c) > MAX_ELEMENTS for c in calls):
         return None
-    dtype = subject.dtype if subject.dtype in NUMPY_DTYPES else "float32"  # mutants are NumPy
-    compare_dtype = subject.dtype in NUMPY_DTYPES
-    if subject.dtype not in NUMPY_DTYPES:  # low precision: replay on the values it saw, judge in its dtype
-        calls = [_rounded(c, subject) for c in calls]
     judged = subject.dtype
     seen = [_observed(c) for c in calls]
     seen_repeats = _repeats(calls, seen)
+    rounded = [_rounded(c, subject) for c in calls]  # the values a lower-precision implementation saw
     base = None
     matches = []
-    for name, module in mutants():
-        replayed = [_replay(module, c, dtype) for c in calls]
+    for name, module in mutants(subject.backend == "torch"):
+        dtype = _replay_dtype(module, judged)
+        if dtype is None:
+            continue
+        replayed = [_replay(module, c, dtype) for c in (calls if dtype == judged else rounded)]
         repeats = _repeats(calls, replayed)
         if name == "_base":
-            base = (replayed, repeats)
+            base = (replayed, repeats, dtype)
             continue
         if base is None:
             return None
-        if repeats != seen_repeats or not all(_same(r, s, judged, compare_dtype) for r, s in zip(replayed, seen)):
+        same_dtype = dtype == judged
+        if repeats != seen_repeats or not all(_same(r, s, judged, same_dtype) for r, s in zip(replayed, seen)):
             continue
-        if repeats == base[1] and all(_same(r, b, judged, True) for r, b in zip(replayed, base[0])):
+        if repeats == base[1] and all(_same(r, b, judged, dtype == base[2]) for r, b in zip(replayed, base[0])):
             continue  # it does what the correct base does here: this is not the bug that shows
         matches.append(module)
     if not matches:

@@ -44,7 +44,7 @@ import pytest
 from spec_tests.harness import arrays, feedback, wire
 from spec_tests.harness.context import current
 from spec_tests.harness.loader import IMPLS_DIR, Implementation
-from spec_tests.harness.subject import NOT_IMPLEMENTED, Call, Subject, _remember
+from spec_tests.harness.subject import NOT_IMPLEMENTED, Call, Subject, _remember, autocast_state
 
 PR_SET_CHILD_SUBREAPER = 36
 UID_RANGE = range(61000, 61400)  # unprivileged user ids for workers (no account needed)
@@ -525,13 +525,20 @@ class RemoteArray:
     def __init__(self, session: Session, handle: wire.Handle):
         self._session, self._handle = session, handle
 
-    dtype = property(lambda self: self._handle.dtype)  # a name, as arrays.native_dtype_name gives it
+    @property
+    def dtype(self):
+        """torch's dtype object when the test has torch at hand (`y.dtype == torch.float32`), else its name."""
+        torch = sys.modules.get("torch")
+        if torch is not None and self._session.description.get("backend") == "torch":
+            return getattr(torch, self._handle.dtype, self._handle.dtype)
+        return self._handle.dtype
+
     shape = property(lambda self: self._handle.shape)
     ndim = property(lambda self: len(self._handle.shape))
 
     def _ask(self, body: dict, what: str):
         subject = getattr(self._session, "subject", None)
-        return self._session.request(subject, dict(body, target=self._handle), what)
+        return self._session.request(subject, dict(body, target=self._handle, autocast=autocast_state()), what)
 
     def requires_grad_(self, flag: bool = True):
         return self._ask({"op": "method", "name": "requires_grad_", "args": [bool(flag)]}, "requires_grad_()")
@@ -629,10 +636,10 @@ class IsolatedSubject(Subject):
 
     def call_native(self, fname: str, *args, **kwargs):
         self.function(fname, *kwargs)
-        call = self._record(Call(self, fname, (), {}, native=True))
+        call = self._record(Call(self, fname, (), {}, native=True, autocast=autocast_state()))
         try:
             reply = self._request({"op": "call_native", "fname": fname, "args": _handles(args),
-                                   "kwargs": _handles(kwargs)}, f"{fname}(...)", fname)
+                                   "kwargs": _handles(kwargs), "autocast": call.autocast}, f"{fname}(...)", fname)
         except Exception as exc:
             call.error = type(exc).__name__
             raise

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import sys
 import weakref
 from dataclasses import dataclass, field
 from typing import Any
@@ -48,6 +49,21 @@ class Call:
     native: bool = False  # made by a test with native arrays (call_native): `after` holds them afterwards
     after: Any = None  # (args, kwargs) as float64 after the call: an implementation may have written into them
     test: str = field(default_factory=lambda: current().nodeid)  # the test that made it
+    autocast: str | None = None  # "device:dtype" when made inside torch.autocast (PREC-2)
+
+
+def autocast_state() -> str | None:
+    """"cpu:float16" when the caller is inside torch.autocast, else None (torch is never imported here)."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return None
+    for device in ("cpu", "cuda"):
+        try:
+            if torch.is_autocast_enabled(device):
+                return f"{device}:{str(torch.get_autocast_dtype(device)).replace('torch.', '')}"
+        except (AttributeError, TypeError, RuntimeError):
+            continue
+    return None
 
 
 # id(result array) -> (weakref to it, Call): lets an assertion find how a result was made.
@@ -176,7 +192,7 @@ class Subject:
 
         The call is remembered with its inputs as float64 before and after, and its result, so that a
         failure can be compared with known bugs (diagnosis.py)."""
-        call = self._record(Call(self, fname, *self.to_numpy((args, kwargs)), native=True))
+        call = self._record(Call(self, fname, *self.to_numpy((args, kwargs)), native=True, autocast=autocast_state()))
         try:
             result = self._invoke(fname, *args, **kwargs)
         except Exception as exc:

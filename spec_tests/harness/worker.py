@@ -19,6 +19,7 @@ Arrays of the implementation's own backend stay here as handles, for the checks 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import ctypes
 import inspect
 import os
@@ -332,12 +333,14 @@ class Worker:
         impl, a = self.impl, self.arrays
         return a.map_arrays(value, lambda x: self._handle(a.to_native(x, impl.backend, dtype, impl.device)))
 
-    def call_native(self, fname, args, kwargs):
+    def call_native(self, fname, args, kwargs, autocast=None):
         """Call with native arrays held here; the inputs before and after and the result come back as
-        float64 too, for the suite's record of the call."""
+        float64 too, for the suite's record of the call. `autocast` ("cpu:float16"): the suite's test
+        called it inside torch.autocast, so it runs inside one here too."""
         a = self.arrays
         before = a.map_arrays((args, kwargs), a.to_numpy)
-        result = self.banned.watch(self._function(fname), *args, **kwargs)
+        with _autocast(autocast):
+            result = self.banned.watch(self._function(fname), *args, **kwargs)
         first = result[0] if isinstance(result, (tuple, list)) and result else result
         return {"result": self._plain(result), "before": before, "after": a.map_arrays((args, kwargs), a.to_numpy),
                 "values": a.map_arrays(result, a.to_numpy),
@@ -346,12 +349,13 @@ class Worker:
     def get(self, value):
         return self.arrays.map_arrays(value, self.arrays.to_numpy)
 
-    def method(self, target, name, args):
+    def method(self, target, name, args, autocast=None):
         if name not in METHODS:
             raise AttributeError(f"the suite may not call .{name}() on a worker array")
-        return self._plain(self.banned.watch(getattr(target, name), *args))
+        with _autocast(autocast):
+            return self._plain(self.banned.watch(getattr(target, name), *args))
 
-    def attr(self, target, name):
+    def attr(self, target, name, autocast=None):
         if name not in ATTRIBUTES:
             raise AttributeError(f"the suite may not read .{name} of a worker array")
         return self._plain(getattr(target, name))
@@ -385,6 +389,15 @@ class Worker:
             wire.write(fd_out, data)
             if fatal:
                 os._exit(3)
+
+
+def _autocast(state: str | None):
+    if not state:
+        return contextlib.nullcontext()
+    import torch
+
+    device, dtype = state.split(":")
+    return torch.autocast(device_type=device, dtype=getattr(torch, dtype))
 
 
 def _describe(exc: BaseException, fatal: bool) -> dict:
