@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import signal
 import sys
 import tempfile
 import time
@@ -99,8 +100,14 @@ def batch(folder: Path, out: Path, rubric: rubric_mod.Rubric, jobs: int) -> list
         return name, outcome
 
     bar.show(0)
-    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+    pool = ThreadPoolExecutor(max_workers=max(1, jobs))
+    try:
         results = list(pool.map(one, subs, names))
+    except KeyboardInterrupt:
+        pool.shutdown(wait=False, cancel_futures=True)  # start no more; the runs under way are stopped
+        run_mod.stop_all()
+        raise
+    pool.shutdown()
     bar.close()
     write_gradebook(out / "gradebook.csv", results, rubric)
     return results
@@ -141,6 +148,8 @@ def main(argv=None) -> int:
     for note in rubric.notes:
         print(f"note: {note}", file=sys.stderr)
     began = time.monotonic()
+    signal.signal(signal.SIGTERM, _interrupted)
+    signal.signal(signal.SIGINT, _interrupted)
     try:
         if args.batch is not None:
             if not args.batch.is_dir():
@@ -160,6 +169,14 @@ def main(argv=None) -> int:
     except RuntimeError as exc:
         print(f"the grader failed: {exc}", file=sys.stderr)
         return 3
+    except KeyboardInterrupt:
+        print("\ninterrupted: the runs under way were stopped", file=sys.stderr)
+        return 130
+
+
+def _interrupted(signum, frame):
+    run_mod.stop_all()  # each run's suite ends its own workers on SIGTERM
+    raise KeyboardInterrupt
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -99,6 +100,7 @@ def run(submission: Path, rubric: Rubric, workdir: Path, progress=None) -> Run:
     result = Run(name=name, entry=str(entry.relative_to(workdir / "submission")))
     report, stream, log = workdir / "report.json", workdir / "progress.jsonl", workdir / "pytest.log"
     cmd = [sys.executable, "-m", "pytest", "-q", "--tb=short", "--no-header", "-p", "spec_tests.grading.progress",
+           "--assert=plain",  # spec tests assert through check.py; rewriting every module would cost seconds
            *[f"-p no:{p}" for p in UNUSED_PLUGINS], "--rootdir", str(ROOT), "-c", str(ROOT / "pyproject.toml"),
            *[str(SPEC_DIR / m) for m in rubric.modules], "--impl", str(entry), "--isolate", "--rubric", rubric.path,
            "--claim", ",".join(rubric.claims), "--spec-report", str(report), "--no-claim-summary",
@@ -111,6 +113,8 @@ def run(submission: Path, rubric: Rubric, workdir: Path, progress=None) -> Run:
     with open(log, "wb") as out:
         proc = subprocess.Popen(cmd, cwd=workdir, env=env, stdout=out, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, start_new_session=True)
+        with _LOCK:
+            _RUNNING.add(proc)
         seen = 0
         while True:
             try:
@@ -127,6 +131,8 @@ def run(submission: Path, rubric: Rubric, workdir: Path, progress=None) -> Run:
                 result.timed_out = True
                 _stop(proc)
                 break
+        with _LOCK:
+            _RUNNING.discard(proc)
     result.seconds = time.monotonic() - began
     text = log.read_bytes().decode(errors="replace")
     result.log = clean(text[-20000:], workdir)
@@ -167,6 +173,18 @@ def _count(path: Path) -> tuple[int, int]:
     lines = _lines(path)
     collected = next((r["collected"] for r in lines if "collected" in r), 0)
     return sum(1 for r in lines if "outcome" in r), collected
+
+
+_RUNNING: set = set()  # the grading runs under way (a batch runs several at once)
+_LOCK = threading.Lock()
+
+
+def stop_all() -> None:
+    """Stop every grading run under way, and their workers (the grader was interrupted)."""
+    with _LOCK:
+        procs = list(_RUNNING)
+    for proc in procs:
+        _stop(proc)
 
 
 def _stop(proc: subprocess.Popen) -> None:

@@ -225,6 +225,16 @@ class Stats:
     started: int = 0
     restarts: int = 0
     pids: list = field(default_factory=list)
+    cpu_seconds: float = 0.0  # of the workers, read just before each is stopped
+
+
+def _cpu_seconds(pid: int) -> float:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields_ = f.read().rsplit(")", 1)[1].split()
+        return (int(fields_[11]) + int(fields_[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return 0.0
 
 
 class Session:
@@ -310,6 +320,7 @@ class Session:
         """Kill the worker's process group and everything its user or token still runs."""
         proc, self.proc = self.proc, None
         if proc is not None:
+            self.stats.cpu_seconds += _cpu_seconds(proc.pid)
             try:
                 os.killpg(proc.pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
@@ -499,6 +510,7 @@ def _terminated(signum, frame):
 
 def summary() -> list[str]:
     return [f"isolation: {s.path or s.spec}: {s.stats.started} worker start(s), {s.stats.restarts} restart(s), "
+            f"{s.stats.cpu_seconds + (_cpu_seconds(s.proc.pid) if s.proc else 0.0):.1f} s of worker CPU, "
             f"worker pids {s.stats.pids}" for s in _SESSIONS]
 
 
@@ -567,14 +579,21 @@ class RemoteArray:
         return f"RemoteArray({self._handle.dtype}, shape={self._handle.shape})"
 
 
-def _has_remote(value) -> bool:
-    if isinstance(value, RemoteArray):
-        return True
+def _contains(value, leaf) -> bool:
+    """Does `value` (arrays, tuples, lists, dicts) hold a leaf for which leaf(x) is true?"""
     if isinstance(value, (tuple, list)):
-        return any(_has_remote(v) for v in value)
+        return any(_contains(v, leaf) for v in value)
     if isinstance(value, dict):
-        return any(_has_remote(v) for v in value.values())
-    return False
+        return any(_contains(v, leaf) for v in value.values())
+    return leaf(value)
+
+
+def _has_remote(value) -> bool:
+    return _contains(value, lambda x: isinstance(x, RemoteArray))
+
+
+def _has_arrays(value) -> bool:
+    return _contains(value, lambda x: isinstance(x, np.ndarray) or arrays.is_native(x))
 
 
 def _handles(value):
@@ -662,12 +681,3 @@ class IsolatedSubject(Subject):
         _remember(out, call)
         return out
 
-
-def _has_arrays(value) -> bool:
-    if isinstance(value, np.ndarray) or arrays.is_native(value):
-        return True
-    if isinstance(value, (tuple, list)):
-        return any(_has_arrays(v) for v in value)
-    if isinstance(value, dict):
-        return any(_has_arrays(v) for v in value.values())
-    return False
