@@ -21,7 +21,10 @@ BENCH_DIR = ROOT / "spec_tests" / "benchmarks"
 # The conformance run: every built-in that can run here, and the untouched template, whose row
 # shows what a learner's first run looks like. -n 2: pytest-xdist over two cores.
 SPEC_ARGS = ["--impl", "all,template", "-n", "2", "-q", "-p", "no:cacheprovider", "--no-claim-summary"]
-BENCH_ARGS = ["-q", "-p", "no:cacheprovider", "--benchmark-only"]
+BENCH_ARGS = ["-q", "-p", "no:cacheprovider", "--benchmark-only", "--no-claim-summary"]
+# The benchmarked implementations: the fast ones and their naive baselines. `reference` and
+# `per_head_loop` are written to be read, and their speed is nobody's claim.
+BENCH_IMPLS = "numpy_fast,numpy_chunked,torch_naive,torch_sdpa,torch_chunked"
 KATEX_FILES = ["katex.min.js", "katex.min.css", "fonts", "contrib/auto-render.min.js"]
 
 
@@ -57,13 +60,13 @@ def run_spec(path: Path) -> str:
     return shlex.join(args)
 
 
-def run_benchmarks(path: Path, extra: list[str]) -> str | None:
+def run_benchmarks(path: Path, impls: str, extra: list[str]) -> str | None:
     if not BENCH_DIR.exists() or not any(BENCH_DIR.glob("bench_*.py")):
         print(f"docs_gen: no benchmark suite at {BENCH_DIR.relative_to(ROOT)}/bench_*.py; skipping", flush=True)
         return None
     path.parent.mkdir(parents=True, exist_ok=True)
     files = sorted(str(p.relative_to(ROOT)) for p in BENCH_DIR.glob("bench_*.py"))
-    args = ["pytest", *files, *BENCH_ARGS, *extra, "--benchmark-json", _shown(path)]
+    args = ["pytest", *files, "--impl", impls, *BENCH_ARGS, *extra, "--benchmark-json", _shown(path)]
     print("docs_gen: " + shlex.join(args), flush=True)
     code = subprocess.call([sys.executable, "-m", *args], cwd=ROOT)
     if code != 0 or not path.exists():
@@ -106,8 +109,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--katex", action="store_true", help="install KaTeX (npm) into docs/assets/katex for offline math")
     p.add_argument("--spec-report", type=Path, default=SPEC_REPORT, help=f"default: {SPEC_REPORT.relative_to(ROOT)}")
     p.add_argument("--benchmark-json", type=Path, default=BENCH_JSON, help=f"default: {BENCH_JSON.relative_to(ROOT)}")
+    p.add_argument("--bench-impl", default=BENCH_IMPLS, metavar="IMPLS",
+                   help=f"implementations to benchmark with --run (default: {BENCH_IMPLS})")
     p.add_argument("--bench-arg", action="append", default=[], metavar="ARG",
-                   help="extra argument for the benchmark run (repeatable), e.g. --bench-arg=--impl=numpy_fast")
+                   help="extra pytest argument for the benchmark run (repeatable), e.g. --bench-arg='-k=not L4096'")
     args = p.parse_args(argv)
     spec_report, bench_json = args.spec_report.resolve(), args.benchmark_json.resolve()
 
@@ -116,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
     spec_cmd = bench_cmd = None
     if args.run:
         spec_cmd = run_spec(spec_report)
-        bench_cmd = run_benchmarks(bench_json, args.bench_arg)
+        bench_cmd = run_benchmarks(bench_json, args.bench_impl, args.bench_arg)
 
     written = claims_pages.write_all(DOCS, FRAGMENTS)
     print(f"docs_gen: {len(written)} claim, pitfall and test-source pages", flush=True)

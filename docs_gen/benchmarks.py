@@ -152,7 +152,8 @@ def render(data: dict, assets: Path, assets_rel: str, source: str, command: str 
             "peak memory is the extra memory the call allocated at its peak, as the benchmark measured it.",
             "Plots are log-log: a line of slope 2 grows as L², of slope 1 as L. The fitted exponent is the",
             "least-squares slope over all lengths measured, so fixed overheads at small L pull it below",
-            "the asymptotic one.", ""]
+            "the asymptotic one. Timings from a shared machine are noisy: compare implementations within",
+            "one run (ratios), not across runs.", ""]
     out += ['!!! abstract "This run"', ""]
     out.append(f"    - **Date:** {data.get('datetime', '?')}")
     if command:
