@@ -44,11 +44,13 @@ def _tracemalloc_peak(fn):
 def _torch_cpu_peak(fn):
     """(result, peak bytes of PyTorch's CPU allocator during fn() from the profiler's memory events
     + the tracemalloc peak during fn())."""
-    from torch.profiler import ProfilerActivity, profile
+    # The autograd profiler (torch.profiler's engine, without its front end): torch.profiler.profile
+    # imports ~900 modules (sympy, torch._dynamo, ...) on first use, ten seconds on a busy machine.
+    from torch.autograd.profiler import profile
 
-    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+    with profile(profile_memory=True) as prof:
         result, other = _tracemalloc_peak(fn)
-    events = [e for e in prof.profiler.kineto_results.events() if e.name() == "[memory]"]
+    events = [e for e in prof.kineto_results.events() if e.name() == "[memory]"]
     events.sort(key=lambda e: e.start_ns())
     live = peak = 0
     for e in events:  # nbytes > 0: an allocation; < 0: a free
