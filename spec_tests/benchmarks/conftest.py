@@ -5,6 +5,7 @@
                              float16,bfloat16 on a GPU); an implementation is benchmarked in
                              those of its DTYPES that are listed
     MHA_SPEC_BENCH_THREADS   threads for PyTorch's intra-op pool and for BLAS (default: all cores)
+    MHA_SPEC_BENCH_MIN_ROUNDS  timed rounds per case at least (default 3; more when a call is fast)
 
 Every case times the implementation's own call on its own arrays (converted before the timed
 region; on a GPU the timed call ends with torch.cuda.synchronize()), then measures the peak
@@ -40,7 +41,8 @@ def _default_dtypes() -> str:
 DTYPES = {d.strip() for d in os.environ.get("MHA_SPEC_BENCH_DTYPES", _default_dtypes()).split(",") if d.strip()}
 THREADS = int(os.environ.get("MHA_SPEC_BENCH_THREADS") or os.cpu_count() or 1)
 TARGET_SECONDS = 0.05 if SIZE == "tiny" else 2.0  # time spent timing one case (at least MIN_ROUNDS rounds)
-MIN_ROUNDS, MAX_ROUNDS = (1, 3) if SIZE == "tiny" else (3, 50)
+MIN_ROUNDS = 1 if SIZE == "tiny" else int(os.environ.get("MHA_SPEC_BENCH_MIN_ROUNDS", "3"))
+MAX_ROUNDS = 3 if SIZE == "tiny" else max(50, MIN_ROUNDS)
 
 
 HERE = Path(__file__).resolve().parent
