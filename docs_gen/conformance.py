@@ -41,7 +41,9 @@ def cell(status: str | None) -> str:
 
 def render(report: dict, source: str = "a pytest --spec-report JSON", command: str | None = None) -> str:
     chapters, claims = load_catalogue()
-    impls = list(report.get("implementations", {}))
+    # Implementations that ran first, then those this machine could not run (a GPU, a missing package).
+    declared = report.get("implementations", {})
+    impls = sorted(declared, key=lambda i: bool(declared[i].get("unavailable")))
     table: dict[str, dict[str, str]] = report.get("claims", {})
     machine, versions = report.get("machine", {}), report.get("versions", {})
     # A wide table: the page gives it the navigation column's room.
