@@ -63,9 +63,20 @@ def describe_failure(record: dict) -> list[str]:
     lines = message.splitlines()
     if lines and " does not hold" in lines[0]:  # the suite's own feedback (check.py, isolation.py)
         return _spec_feedback(lines[1:])
-    errors = [ln[1:].strip() for ln in lines if ln.startswith("E ")]
-    shown = [e for e in errors if not EXAMPLE.match(e)][-8:] or lines[-8:]
-    return ["the test stopped with an error:", "```text", *shown, "```"] + _example(lines)
+    return ["the test stopped with an error:", "```text", *_error(lines), "```"] + _example(lines)
+
+
+def _error(lines: list[str]) -> list[str]:
+    """The exception at the end of a traceback (Python's own format, or pytest's "E   " lines)."""
+    end = next((i for i, ln in enumerate(lines) if EXAMPLE.match(ln.lstrip("E").strip())), len(lines))
+    body = lines[:end]
+    marked = [ln[1:].strip() for ln in body if ln.startswith("E ")]
+    if marked:
+        return marked[-8:]
+    frames = [i for i, ln in enumerate(body) if ln.startswith('  File "')]
+    tail = body[frames[-1] + 1:] if frames else body
+    text = [ln for ln in tail if ln.strip() and not ln.startswith("    ")]  # the frame's code and carets
+    return (text or body)[-8:]
 
 
 def _example(lines: list[str]) -> list[str]:

@@ -188,19 +188,25 @@ def diagnose(data: dict) -> str | None:
         dtype = _replay_dtype(module, judged)
         if dtype is None:
             continue
-        replayed = [_replay(module, c, dtype) for c in (calls if dtype == judged else rounded)]
-        repeats = _repeats(calls, replayed)
+        inputs = calls if dtype == judged else rounded
         if name == "_base":
-            base = (replayed, repeats, dtype)
+            replayed = [_replay(module, c, dtype) for c in inputs]
+            base = (replayed, _repeats(calls, replayed), dtype)
             continue
         if base is None:
             return None
-        same_dtype = dtype == judged
-        if repeats != seen_repeats or not all(_same(r, s, judged, same_dtype) for r, s in zip(replayed, seen)):
-            continue
-        if repeats == base[1] and all(_same(r, b, judged, dtype == base[2]) for r, b in zip(replayed, base[0])):
-            continue  # it does what the correct base does here: this is not the bug that shows
-        matches.append(module)
+        replayed = []
+        for c, s in zip(inputs, seen):  # most mutants part from the implementation at the first call
+            replayed.append(_replay(module, c, dtype))
+            if not _same(replayed[-1], s, judged, dtype == judged):
+                break
+        else:
+            repeats = _repeats(calls, replayed)
+            if repeats != seen_repeats:
+                continue
+            if repeats == base[1] and all(_same(r, b, judged, dtype == base[2]) for r, b in zip(replayed, base[0])):
+                continue  # it does what the correct base does here: this is not the bug that shows
+            matches.append(module)
     if not matches:
         return None
     claims = set(data.get("claims") or ())
