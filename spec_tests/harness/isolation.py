@@ -123,7 +123,7 @@ def _become_subreaper() -> None:
     if not _SUBREAPER:
         try:
             _libc().prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-        except OSError:
+        except (OSError, AttributeError):  # not Linux: orphans go to init, the token sweep still finds them
             pass
         _SUBREAPER = True
 
@@ -131,7 +131,7 @@ def _become_subreaper() -> None:
 def _proc_table() -> dict[int, tuple[int, int, str]]:
     """pid -> (parent pid, real uid, state) for every process we can see."""
     table = {}
-    for entry in os.listdir("/proc"):
+    for entry in os.listdir("/proc") if os.path.isdir("/proc") else ():
         if not entry.isdigit():
             continue
         try:

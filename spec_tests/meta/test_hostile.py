@@ -21,8 +21,8 @@ LN = ("LN-1", "LN-3")
 # name: (honest score out of 4, text the failed layer_norm claims' feedback must show)
 CATALOGUE = {
     "control": (4, None),  # the honest part alone, with a correct layer_norm: the 4 points are reachable
-    "busy_loop": (2, "did not return within 2 s"),
-    "sleep_without_alarm": (2, "did not return within 2 s"),
+    "busy_loop": (2, "did not return within 3 s"),
+    "sleep_without_alarm": (2, "did not return within 3 s"),
     "memory_hog": (2, "MemoryError"),
     "os_exit": (2, "exit code 0"),
     "sys_exit": (2, "raised SystemExit"),
