@@ -120,6 +120,8 @@ def claim_section(grade: Grade, c: ClaimGrade) -> list[str]:
     head = f"- **{c.item.claim}** {c.claim.summary}: {c.status}, {c.score:.4g} / {c.max_score:.4g}"
     if c.status in ("passed", "not applicable"):
         return [head]
+    if c.status == "not run":
+        return [head, "  - no test of this claim ran (see the note at the top)"]
     lines = [head]
     # the failure that names a known bug, if one does, is the most useful one to describe in full
     failures = sorted(c.failures, key=lambda r: "likely cause:" not in (r.get("message") or ""))
@@ -130,8 +132,6 @@ def claim_section(grade: Grade, c: ClaimGrade) -> list[str]:
     if more:
         lines.append("  - also failed: " + ", ".join(f"`{test_label(r)}`" for r in more)
                      + (" ..." if len(failures) > MAX_DETAILED + MAX_LISTED else ""))
-    if c.status == "not run":
-        lines.append("  - no test of this claim ran (see the note at the top)")
     lines.append(f"  - hint: {hint(c.item.claim)}")
     lines.append(f"  - reproduce: `pytest --impl {grade.run.entry} --claim {c.item.claim}` in the repository")
     lines.append(f"  - read: {link(grade, c.item.claim)}")

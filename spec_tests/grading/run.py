@@ -88,7 +88,7 @@ def stage(submission: Path, workdir: Path) -> Path:
 def clean(text: str, workdir: Path) -> str:
     """Messages as the learner should read them: no paths of the grading machine."""
     text = text.replace(str(workdir / "submission") + os.sep, "")
-    text = re.sub(r"\S*mha-spec-worker-[^/\s'\"]+/impl/", "", text)
+    text = re.sub(r"[^\s'\"]*mha-spec-worker-[^/\s'\"]+/impl/", "", text)
     return text.replace(str(workdir) + os.sep, "")
 
 
@@ -147,7 +147,8 @@ def run(submission: Path, rubric: Rubric, workdir: Path, progress=None) -> Run:
         result.records = [r["outcome"] for r in _lines(stream) if "outcome" in r and r["outcome"]["impl"]]
         match = re.search(r"could not load the implementation .*?:\s*\n?(.*?)(\nFix the error above|\Z)", text, re.S)
         if match and not result.timed_out:
-            result.load_error = clean(match.group(1).strip(), workdir)
+            error = re.sub(r"^[\w.]*LoadError: ", "", match.group(1).strip())
+            result.load_error = clean(error, workdir)
         elif not result.timed_out and not result.records:
             raise RuntimeError(f"the grading run ended without a report (exit code {result.exit_code}):\n"
                                f"{result.log[-3000:]}")
