@@ -31,6 +31,8 @@ functions are numpy_fast's.
 """
 
 import math
+import threading
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -91,32 +93,72 @@ def _new_max(m, s):
 
 
 # --8<-- [start:online_softmax]
-def _attend(tiles, scale, dtype):
-    """softmax(Q K^T * scale) V over visible keys, one query block at a time, keys streamed in blocks."""
-    lead, L_q, d_v = tiles.lead, tiles.L_q, tiles.v.shape[-1]
-    out = np.zeros((*lead, L_q, d_v), dtype)  # (*lead, L_q, d_v); rows that see nothing stay 0
-    s_buf = np.empty((*lead, min(tiles.bq, L_q), min(tiles.bk, tiles.L_k)), dtype)  # one tile of scores, reused
-    for i0, i1 in tiles.query_blocks():
-        qs = tiles.q[..., i0:i1, :] * scale  # (*lead, bq, d_k): the scale goes into Q, not into S
-        m = np.full((*lead, i1 - i0, 1), -np.inf, dtype)  # running max
-        l = np.zeros((*lead, i1 - i0, 1), dtype)  # running sum of exp(s - m)
-        acc = np.zeros((*lead, i1 - i0, d_v), dtype)  # running sum of exp(s - m) v
-        for j0, j1 in tiles.key_blocks(i0, i1):  # causal: blocks above the diagonal never come
-            s = _masked_scores(tiles, qs, i0, i1, j0, j1, s_buf[..., : i1 - i0, :])
-            if s is None:
-                continue
-            m_new, shift = _new_max(m, s)  # m' = max(m, max_j s_j)
-            alpha = np.exp(m - shift)  # exp(m - m'): rescales what was summed under the old max
-            s -= shift
-            np.exp(s, out=s)  # P_b = exp(s - m'), exactly 0 on hidden keys
-            l *= alpha
-            l += s.sum(axis=-1, keepdims=True)  # l' = alpha l + sum_j P_b
-            acc *= alpha
-            acc += s @ tiles.v[..., j0:j1, :]  # a' = alpha a + P_b V_b
-            m = m_new
-        np.divide(acc, l, out=out[..., i0:i1, :], where=l > 0)  # a / l; l = 0: no visible key, output 0
-    return out
+def _attend_block(tiles, scale, i0, i1, out, s_buf):
+    """Rows [i0, i1) of softmax(Q K^T * scale) V over visible keys, the keys streamed in blocks, into out."""
+    lead, d_v, dtype = tiles.lead, tiles.v.shape[-1], out.dtype
+    qs = tiles.q[..., i0:i1, :] * scale  # (*lead, bq, d_k): the scale goes into Q, not into S
+    m = np.full((*lead, i1 - i0, 1), -np.inf, dtype)  # running max
+    l = np.zeros((*lead, i1 - i0, 1), dtype)  # running sum of exp(s - m)
+    acc = np.zeros((*lead, i1 - i0, d_v), dtype)  # running sum of exp(s - m) v
+    for j0, j1 in tiles.key_blocks(i0, i1):  # causal: blocks above the diagonal never come
+        s = _masked_scores(tiles, qs, i0, i1, j0, j1, s_buf[..., : i1 - i0, :])
+        if s is None:
+            continue
+        m_new, shift = _new_max(m, s)  # m' = max(m, max_j s_j)
+        alpha = np.exp(m - shift)  # exp(m - m'): rescales what was summed under the old max
+        s -= shift
+        np.exp(s, out=s)  # P_b = exp(s - m'), exactly 0 on hidden keys
+        l *= alpha
+        l += s.sum(axis=-1, keepdims=True)  # l' = alpha l + sum_j P_b
+        acc *= alpha
+        acc += s @ tiles.v[..., j0:j1, :]  # a' = alpha a + P_b V_b
+        m = m_new
+    np.divide(acc, l, out=out[..., i0:i1, :], where=l > 0)  # a / l; l = 0: no visible key, output 0
 # --8<-- [end:online_softmax]
+
+
+def _attend(tiles, scale, dtype):
+    """softmax(Q K^T * scale) V over visible keys, one query block at a time (several at once: _workers)."""
+    out = np.zeros((*tiles.lead, tiles.L_q, tiles.v.shape[-1]), dtype)  # rows that see nothing stay 0
+    tile_shape = (*tiles.lead, min(tiles.bq, tiles.L_q), min(tiles.bk, tiles.L_k))
+    blocks = list(tiles.query_blocks())
+    workers = _workers(tiles, len(blocks))
+    if workers == 1:
+        s_buf = np.empty(tile_shape, dtype)  # one tile of scores, reused
+        for i0, i1 in blocks:
+            _attend_block(tiles, scale, i0, i1, out, s_buf)
+        return out
+    from threadpoolctl import threadpool_limits
+
+    local = threading.local()
+
+    def run(block):
+        if not hasattr(local, "s_buf"):
+            local.s_buf = np.empty(tile_shape, dtype)  # one tile per worker
+        _attend_block(tiles, scale, *block, out, local.s_buf)
+
+    # Query blocks are independent and write disjoint rows of out. NumPy's ufuncs and BLAS release
+    # the GIL, so each worker thread runs its own tiles (exp included, which NumPy runs on one core),
+    # with BLAS on one thread per call: many small GEMMs each spread over all cores would spend more
+    # time waking threads than multiplying.
+    with threadpool_limits(limits=1, user_api="blas"), ThreadPoolExecutor(workers) as pool:
+        list(pool.map(run, blocks))
+    return out
+
+
+PARALLEL_MIN_SCORES = 1 << 21  # below 2M scores, one thread: starting workers costs more than it saves
+
+
+def _workers(tiles, n_blocks: int) -> int:
+    """How many query blocks to run at once: as many as BLAS has threads (threadpoolctl), for large problems."""
+    if n_blocks < 2 or int(np.prod(tiles.lead)) * tiles.L_q * tiles.L_k < PARALLEL_MIN_SCORES:
+        return 1
+    try:
+        from threadpoolctl import threadpool_info
+    except ModuleNotFoundError:  # no way to keep BLAS from spawning threads of its own in each worker
+        return 1
+    threads = [info["num_threads"] for info in threadpool_info() if info["user_api"] == "blas"]
+    return max(1, min(n_blocks, max(threads, default=1)))
 
 
 def _weights(tiles, scale, dtype):

@@ -113,6 +113,15 @@ def test_fully_masked_rows_are_exactly_zero_in_every_block(impl, seed, L_q, L_k,
 
 
 @claim("EFF-1")
+def test_long_sequence_with_default_blocks_equals_naive(impl):
+    """1024 causal queries and keys in each of 2 batches (2M scores): an implementation's own blocks, whatever
+    they are, cut it into many tiles (perhaps across threads), which must still give the oracle's result."""
+    q, k, v = normal(21, (2, 1, 1024, 16)), normal(22, (2, 1, 1024, 16)), normal(23, (2, 1, 1024, 16))
+    pad = reference.padding_mask([1024, 700], 1024)  # (2, 1, 1, 1024): batch 1 has 324 pad keys
+    check.oracle(impl, SDPA, q, k, v, mask=pad, is_causal=True)
+
+
+@claim("EFF-1")
 @settings(max_examples=10)
 @given(case=mha_cases(lengths=CHUNK_LENGTHS), data=st.data())
 def test_chunked_multi_head_attention_equals_naive(impl, case, data):
@@ -140,14 +149,14 @@ def _naive_control(impl, q, k, v):
 
 
 def _peaks(impl, lengths, call):
-    """Peak extra bytes of call(q, k, v) at each length, on (2, L, 32) inputs made before measuring.
+    """Peak extra bytes of call(q, k, v) at each length, on (1, L, 32) inputs made before measuring.
 
     One unmeasured call first: a library's first call may import or initialise something once
     (torch.broadcast_shapes imports torch's symbolic-shape machinery), which is not the call's memory.
     """
     peaks = []
     for n, L in enumerate(lengths):
-        q, k, v = (impl.native(normal(40 + i, (2, L, 32))) for i in range(3))
+        q, k, v = (impl.native(normal(40 + i, (1, L, 32))) for i in range(3))
         if n == 0:
             call(q, k, v)
         peaks.append(memory.peak_bytes(lambda: call(q, k, v), impl.backend, impl.impl.device)[1])
@@ -180,7 +189,7 @@ def test_chunked_peak_memory_grows_linearly(impl, record_property):
     p_control = memory.growth_exponent(CONTROL_LENGTHS, control)
     figures = {
         "impl": impl.name, "dtype": impl.dtype, "method": memory.method(impl.backend, impl.impl.device),
-        "shape": "(2, L, 32)", "block": EFF2_BLOCK,
+        "shape": "(1, L, 32)", "block": EFF2_BLOCK,
         "chunked": {"L": list(EFF2_LENGTHS), "peak_bytes": chunked, "growth_exponent": round(p_chunked, 3),
                     "peak_exponent": round(memory.fitted_exponent(EFF2_LENGTHS, chunked), 3)},
         "naive_control": {"L": list(CONTROL_LENGTHS), "peak_bytes": control, "growth_exponent": round(p_control, 3),

@@ -16,6 +16,7 @@ memory_method, threads.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from pathlib import Path
@@ -60,28 +61,37 @@ def pytest_collection_modifyitems(config, items):
         items[:] = keep
 
 
-@pytest.fixture(scope="session", autouse=True)
-def threads():
-    """All benchmarks run with THREADS threads in PyTorch and in BLAS (threadpoolctl), restored afterwards."""
+@contextlib.contextmanager
+def thread_limits(n: int):
+    """PyTorch's intra-op threads and BLAS's threads (threadpoolctl) set to n, restored afterwards."""
     limiter = None
     try:
         from threadpoolctl import threadpool_limits
 
-        limiter = threadpool_limits(limits=THREADS)
+        limiter = threadpool_limits(limits=n)
     except ModuleNotFoundError:  # BLAS keeps its own default (set OPENBLAS_NUM_THREADS / MKL_NUM_THREADS)
         pass
     try:
         import torch
 
         before = torch.get_num_threads()
-        torch.set_num_threads(THREADS)
+        torch.set_num_threads(n)
     except ModuleNotFoundError:
         torch = None
-    yield THREADS
-    if torch is not None:
-        torch.set_num_threads(before)
-    if limiter is not None:
-        limiter.restore_original_limits()
+    try:
+        yield n
+    finally:
+        if torch is not None:
+            torch.set_num_threads(before)
+        if limiter is not None:
+            limiter.restore_original_limits()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def threads():
+    """All benchmarks run with THREADS threads in PyTorch and in BLAS."""
+    with thread_limits(THREADS) as n:
+        yield n
 
 
 def _synchronised(fn, device):
