@@ -1,10 +1,10 @@
 """`--isolate`: run the implementation in a separate, confined worker process (always on when grading).
 
 The suite's side of it. The implementation is never imported here: a worker process
-(`spec_tests/harness/worker.py`) imports it, under limits, as an unprivileged user when the
-suite runs as root, with a scratch working directory and no network where the kernel allows.
-This process sends it inputs, reads back outputs (JSON and .npy only, `wire.py`), and does all
-the comparing, so the worker never holds an expected value.
+(`spec_tests/harness/worker.py`) imports it, under limits, in a scratch working directory and,
+when the suite runs as root, as an unprivileged user with the suite read-only and no network.
+This process sends it inputs, reads back outputs (JSON and raw array bytes only, never a
+pickle: `wire.py`), and does all the comparing, so the worker never holds an expected value.
 
     trusted (pytest, oracle, checks)  --inputs-->  worker (the implementation)
                                       <--outputs--
@@ -387,7 +387,10 @@ class Session:
             self.stop()
             raise _Died(f"did not return within {timeout:g} s") from None
         except wire.WireError as exc:
-            code = self.proc.poll() if self.proc else None
+            try:  # the pipe closes a moment before the process is gone: wait for its exit status
+                code = self.proc.wait(timeout=2) if self.proc else None
+            except subprocess.TimeoutExpired:
+                code = None
             self.stop()
             raise _Died(_death(code, exc)) from None
 
