@@ -30,12 +30,12 @@ from spec_tests.grading import run as run_mod
 from spec_tests.harness import claims as catalogue
 
 
-def grade_one(submission: Path, out: Path, rubric: rubric_mod.Rubric, progress=None) -> score.Grade:
-    """Grade one submission into `out` (results.json, feedback.md, grading.log)."""
+def grade_one(submission: Path, out: Path, rubric: rubric_mod.Rubric, progress=None, parts: int = 1) -> score.Grade:
+    """Grade one submission into `out` (results.json, feedback.md, grading.log), in `parts` runs side by side."""
     out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="mha-grade-") as work:
         try:
-            result = run_mod.run(submission, rubric, Path(work), progress)
+            result = run_mod.run(submission, rubric, Path(work), progress, parts)
         except run_mod.SubmissionError as exc:
             name = submission.stem if submission.suffix == ".py" else submission.name
             result = run_mod.Run(name=name, entry=submission.name, load_error=str(exc))
@@ -88,7 +88,7 @@ def batch(folder: Path, out: Path, rubric: rubric_mod.Rubric, jobs: int) -> list
 
     def one(sub: Path, name: str):
         try:
-            grade = grade_one(sub, out / name, rubric)
+            grade = grade_one(sub, out / name, rubric, parts=run_mod.parts_for(jobs))
             note = f"{name}: {grade.score:.4g}/{grade.max_score:.4g}"
             outcome = grade
         except Exception as exc:  # noqa: BLE001 - one submission's grader failure must not stop the batch
@@ -161,7 +161,8 @@ def main(argv=None) -> int:
                   f"{time.monotonic() - began:.0f} s: {args.out / 'gradebook.csv'}")
             return 3 if failed else 0
         bar = Bar(0, args.submission.name)
-        grade = grade_one(args.submission, args.out, rubric, progress=lambda d, t: bar.show(d, t))
+        grade = grade_one(args.submission, args.out, rubric, progress=lambda d, t: bar.show(d, t),
+                          parts=run_mod.parts_for(1))
         bar.close()
         print(f"{grade.run.name}: {grade.score:.4g} / {grade.max_score:.4g} in {grade.run.seconds:.0f} s "
               f"-> {args.out / 'results.json'}, {args.out / 'feedback.md'}")

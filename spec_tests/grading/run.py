@@ -22,7 +22,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from spec_tests.grading.rubric import Rubric
+from spec_tests.grading.rubric import Rubric, tested_claims
 
 ROOT = Path(__file__).resolve().parents[2]
 SPEC_DIR = ROOT / "spec_tests"
@@ -92,71 +92,100 @@ def clean(text: str, workdir: Path) -> str:
     return text.replace(str(workdir) + os.sep, "")
 
 
-def run(submission: Path, rubric: Rubric, workdir: Path, progress=None) -> Run:
-    """Grade-run one submission in workdir; `progress(done, collected)` is called as tests finish."""
+def parts_for(jobs: int) -> int:
+    """How many pytest runs share one submission: the cores the batch's jobs leave free (1 to 4)."""
+    return max(1, min(4, (os.cpu_count() or 1) // max(1, jobs)))
+
+
+def _split(rubric: Rubric, parts: int) -> list[list[str]]:
+    """The rubric's chapter modules in `parts` groups of about equal work (counted in tests)."""
+    tested = tested_claims(rubric.exclude_tests)
+    weight = {m: 0 for m in rubric.modules}
+    for tests in (tested.get(c, []) for c in rubric.claims):
+        for t in set(tests):
+            weight[t.split("::")[0]] += 1
+    groups: list[list[str]] = [[] for _ in range(min(parts, len(weight)) or 1)]
+    load = [0] * len(groups)
+    for m in sorted(weight, key=lambda m: -weight[m]):
+        i = load.index(min(load))
+        groups[i].append(m)
+        load[i] += weight[m]
+    return groups
+
+
+def run(submission: Path, rubric: Rubric, workdir: Path, progress=None, parts: int = 1) -> Run:
+    """Grade-run one submission in workdir, in `parts` pytest runs side by side (each with its own
+    worker); `progress(done, collected)` is called as tests finish."""
     submission = Path(submission).resolve()
     entry = stage(submission, workdir)
     name = submission.stem if submission.is_file() else submission.name
     result = Run(name=name, entry=str(entry.relative_to(workdir / "submission")))
-    report, stream, log = workdir / "report.json", workdir / "progress.jsonl", workdir / "pytest.log"
-    cmd = [sys.executable, "-m", "pytest", "-q", "--no-header", "-p", "spec_tests.grading.progress",
-           "--assert=plain",  # spec tests assert through check.py; rewriting every module would cost seconds
-           "--tb=native",  # pytest's own traceback style parses each frame's source file: ~0.3 s per failure
-           *[f"-p no:{p}" for p in UNUSED_PLUGINS], "--rootdir", str(ROOT), "-c", str(ROOT / "pyproject.toml"),
-           *[str(SPEC_DIR / m) for m in rubric.modules], "--impl", str(entry), "--isolate", "--rubric", rubric.path,
-           "--claim", ",".join(rubric.claims), "--spec-report", str(report), "--no-claim-summary",
-           *[f"--deselect=spec_tests/{t}" for t in rubric.exclude_tests]]
     env = {k: v for k, v in os.environ.items() if k not in ("MHA_SPEC_IMPL", "CI", "PYTEST_ADDOPTS")}
-    env.update(MHA_SPEC_PROFILE="grading", PYTHONHASHSEED="0", MHA_SPEC_PROGRESS=str(stream),
+    env.update(MHA_SPEC_PROFILE="grading", PYTHONHASHSEED="0",
                MHA_SPEC_NO_REPRO="1")  # snippets would name this machine's files; feedback.md says how instead
-    limit = rubric.total_timeout
+    runs = []
     began = time.monotonic()
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(cmd, cwd=workdir, env=env, stdout=out, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, start_new_session=True)
+    for i, modules in enumerate(_split(rubric, parts)):
+        report, stream, log = workdir / f"report{i}.json", workdir / f"progress{i}.jsonl", workdir / f"pytest{i}.log"
+        cmd = [sys.executable, "-m", "pytest", "-q", "--no-header", "-p", "spec_tests.grading.progress",
+               "--assert=plain",  # spec tests assert through check.py; rewriting every module would cost seconds
+               "--tb=native",  # pytest's own traceback style parses each frame's source file: ~0.3 s per failure
+               *[f"-p no:{p}" for p in UNUSED_PLUGINS], "--rootdir", str(ROOT), "-c", str(ROOT / "pyproject.toml"),
+               *[str(SPEC_DIR / m) for m in modules], "--impl", str(entry), "--isolate", "--rubric", rubric.path,
+               "--claim", ",".join(rubric.claims), "--spec-report", str(report), "--no-claim-summary",
+               *[f"--deselect=spec_tests/{t}" for t in rubric.exclude_tests]]
+        with open(log, "wb") as out:
+            proc = subprocess.Popen(cmd, cwd=workdir, env=dict(env, MHA_SPEC_PROGRESS=str(stream)), stdout=out,
+                                    stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
         with _LOCK:
             _RUNNING.add(proc)
-        seen = 0
-        while True:
-            try:
-                result.exit_code = proc.wait(timeout=0.5)
-                break
-            except subprocess.TimeoutExpired:
-                pass
-            if progress is not None:
-                done, collected = _count(stream)
-                if done != seen:
-                    seen = done
-                    progress(done, collected)
-            if time.monotonic() - began > limit:
-                result.timed_out = True
+        runs.append((proc, report, stream, log))
+    seen = 0
+    while any(proc.poll() is None for proc, *_ in runs):
+        time.sleep(0.25)
+        if progress is not None:
+            counts = [_count(stream) for _, _, stream, _ in runs]
+            done = sum(c[0] for c in counts)
+            if done != seen:
+                seen = done
+                progress(done, sum(c[1] for c in counts))
+        if time.monotonic() - began > rubric.total_timeout:
+            result.timed_out = True
+            for proc, *_ in runs:
                 _stop(proc)
-                break
-        with _LOCK:
-            _RUNNING.discard(proc)
+    with _LOCK:
+        _RUNNING.difference_update(proc for proc, *_ in runs)
     result.seconds = time.monotonic() - began
-    text = log.read_bytes().decode(errors="replace")
-    result.log = clean(text[-20000:], workdir)
-    if report.exists():
-        data = json.loads(report.read_text())
-        result.records = [t for t in data["tests"] if t["impl"]]
-        result.implementation = next(iter(data["implementations"].values()), None)
-        if result.implementation:
-            result.implementation["path"] = result.entry  # not this machine's copy of it
-    else:
-        result.records = [r["outcome"] for r in _lines(stream) if "outcome" in r and r["outcome"]["impl"]]
-        match = re.search(r"could not load the implementation .*?:\s*\n?(.*?)(\nFix the error above|\Z)", text, re.S)
-        if match and not result.timed_out:
-            error = re.sub(r"^[\w.]*LoadError: ", "", match.group(1).strip())
-            result.load_error = clean(error, workdir)
-        elif not result.timed_out and not result.records:
-            raise RuntimeError(f"the grading run ended without a report (exit code {result.exit_code}):\n"
-                               f"{result.log[-3000:]}")
+    result.exit_code = max(proc.returncode or 0 for proc, *_ in runs)
+    texts = [log.read_bytes().decode(errors="replace") for *_, log in runs]
+    result.log = clean("\n".join(t[-20000 // len(texts):] for t in texts), workdir)
+    for (proc, report, stream, _), text in zip(runs, texts):
+        _read(result, report, stream, text, workdir)
     for r in result.records:
         r["message"] = clean(r.get("message") or "", workdir)
     if result.timed_out:
-        result.notes.append(f"grading stopped after {limit:g} s; tests that had not finished score 0")
+        result.notes.append(f"grading stopped after {rubric.total_timeout:g} s; tests that had not finished score 0")
     return result
+
+
+def _read(result: Run, report: Path, stream: Path, text: str, workdir: Path) -> None:
+    """Add one pytest run's outcomes (its report, or what it streamed before it was stopped) to result."""
+    if report.exists():
+        data = json.loads(report.read_text())
+        result.records += [t for t in data["tests"] if t["impl"]]
+        impl = next(iter(data["implementations"].values()), None)
+        if impl:
+            impl["path"] = result.entry  # not this machine's copy of it
+            result.implementation = impl
+        return
+    result.records += [r["outcome"] for r in _lines(stream) if "outcome" in r and r["outcome"]["impl"]]
+    match = re.search(r"could not load the implementation .*?:\s*\n?(.*?)(\nFix the error above|\Z)", text, re.S)
+    if match and not result.timed_out:
+        error = re.sub(r"^[\w.]*LoadError: ", "", match.group(1).strip())
+        result.load_error = clean(error, workdir)
+    elif not result.timed_out:
+        raise RuntimeError(f"the grading run ended without a report (exit code {result.exit_code}):\n"
+                           f"{clean(text[-3000:], workdir)}")
 
 
 def _lines(path: Path) -> list[dict]:
