@@ -1,11 +1,13 @@
-"""Running the specification on one submission: a pytest subprocess with isolation on.
+"""Running the specification on one submission: pytest subprocesses with isolation on.
 
-    grading = pytest --impl SUBMISSION --isolate --rubric R --claim <the rubric's claims>
+    grading = pytest CHAPTERS --impl SUBMISSION --isolate --rubric R --claim <the rubric's claims>
               --spec-report report.json      (Hypothesis profile `grading`: derandomised)
 
-The submission is copied into a fresh folder first (the worker gets its own copy again), the run
-has a time limit of its own, and every outcome is also streamed to a JSON-lines file
-(progress.py), so a run stopped at its limit is still scored by what finished.
+The submission is copied into a fresh folder first (the worker gets its own copy again). The
+chapter modules are shared out between as many pytest runs as there are cores to spare (each
+with its own worker), side by side. The runs have a time limit of their own, and every outcome
+is also streamed to a JSON-lines file (progress.py), so a run stopped at its limit is still
+scored by what finished.
 """
 
 from __future__ import annotations
