@@ -188,9 +188,8 @@ def pytest_runtest_call(item):
 
 def _skip_reason(rep) -> str:
     lr = rep.longrepr
-    if isinstance(lr, tuple) and len(lr) == 3:
-        return str(lr[2]).removeprefix("Skipped: ")
-    return str(lr or "")
+    text = str(lr[2]) if isinstance(lr, tuple) and len(lr) == 3 else str(lr or "")
+    return text.removeprefix("Skipped: ").split("\n")[0]  # not Hypothesis's notes about the example
 
 
 def _classify(rep, call) -> tuple[str, str]:

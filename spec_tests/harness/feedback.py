@@ -106,10 +106,11 @@ def _param_names(fname: str, n: int) -> list[str]:
 def _cast_line(subject) -> str:
     """How the harness hands a float64 NumPy array to this implementation."""
     if subject.backend == "numpy":
-        return f'cast = lambda x: x.astype("{subject.dtype}") if x.dtype != bool else x'
+        return f'cast = lambda x: x.astype("{subject.dtype}") if x.dtype.kind == "f" else x  # floats only'
     staged = "float32" if subject.dtype == "bfloat16" else subject.dtype  # the values are exact in it
-    return (f"cast = lambda x: torch.from_numpy(x.astype(\"{staged}\") if x.dtype != bool else x).to("
-            f"device=\"{subject.impl.device}\", dtype=torch.{subject.dtype} if x.dtype != bool else torch.bool)")
+    device = subject.impl.device
+    return (f"cast = lambda x: (torch.from_numpy(x.astype(\"{staged}\")).to(device=\"{device}\", "
+            f"dtype=torch.{subject.dtype}) if x.dtype.kind == \"f\" else torch.from_numpy(x).to(\"{device}\"))")
 
 
 def reproduction(call, extra_calls=()) -> str:

@@ -56,13 +56,15 @@ def magnitude(*arrays) -> float:
     return max(m, np.finfo(np.float64).tiny)
 
 
-def attention_size(q, k, v=None, scale=None) -> float:
-    """max|V| (1 for weights) times max(1, the largest |score| the inputs allow)."""
+def attention_size(q, k, v=None, scale=None, bias=None) -> float:
+    """max|V| (1 for weights) times max(1, the largest |score| the inputs allow, an additive bias included)."""
     q, k = np.abs(np.asarray(q, dtype=np.float64)), np.abs(np.asarray(k, dtype=np.float64))
     if scale is None:
         scale = 1.0 / np.sqrt(max(q.shape[-1], 1))
     scores = abs(scale) * (q @ np.swapaxes(k, -1, -2)) if q.size and k.size else np.zeros(1)
     largest = float(scores.max()) if scores.size else 0.0
+    if bias is not None:
+        largest += magnitude(bias)
     return (magnitude(v) if v is not None else 1.0) * max(1.0, largest)
 
 
@@ -70,7 +72,7 @@ def size_of(fname: str, args, kwargs) -> float | None:
     """The size of the values involved in fname(*args, **kwargs), where it is more than the result's."""
     if fname in ("scaled_dot_product_attention", "attention_weights") and len(args) >= 2:
         v = args[2] if fname == "scaled_dot_product_attention" and len(args) >= 3 else None
-        return attention_size(args[0], args[1], v, kwargs.get("scale"))
+        return attention_size(args[0], args[1], v, kwargs.get("scale"), kwargs.get("bias"))
     return None
 
 
