@@ -1,0 +1,49 @@
+"""Failure messages: the claim, the input, expected against seen, a snippet that really reproduces it, the chapter."""
+
+import subprocess
+import sys
+import textwrap
+
+from spec_tests.meta.helpers import ROOT, run_suite
+
+MUTANTS = ROOT / "impls" / "mutants"
+
+
+def _snippet(output: str) -> str:
+    """The indented block after 'reproduce (paste into Python):' in a failure message."""
+    lines = output.splitlines()
+    start = next(i for i, line in enumerate(lines) if "reproduce (paste into Python):" in line) + 1
+    block = []
+    for line in lines[start:]:
+        if line.strip().startswith("read: "):
+            break
+        block.append(line)
+    return textwrap.dedent("\n".join(block))
+
+
+def _failure_output(mutant: str, claim: str) -> str:
+    code, out, _ = run_suite("--impl", str(MUTANTS / f"{mutant}.py"), "--claim", claim, "-x",
+                             env={"MHA_SPEC_NO_REPRO": ""})
+    assert code == 1, out[-2000:]
+    return out
+
+
+def test_a_failure_names_claim_input_values_and_chapter():
+    out = _failure_output("no_score_scaling", "SDPA-1")
+    assert "SDPA-1 does not hold: softmax(QK^T/sqrt(d_k)) V equals the float64 oracle" in out
+    assert "implementation: no_score_scaling (numpy, float64)" in out
+    assert "input: scaled_dot_product_attention(" in out
+    assert "expected:" in out and "seen:" in out and "largest error" in out and "allowed" in out
+    assert "read: docs/sdpa.md#sdpa-1" in out
+    assert "Traceback" not in out  # the suite's own frames stay out of the learner's way
+
+
+def test_the_reproduction_snippet_runs_and_shows_the_bug(tmp_path):
+    """Paste the snippet into Python: it loads the implementation, rebuilds the input, and out != expected."""
+    for mutant, claim in (("no_score_scaling", "SDPA-1"), ("causal_top_left", "MASK-3")):
+        snippet = _snippet(_failure_output(mutant, claim))
+        script = snippet + "\nimport numpy as _np\nprint('LARGEST', float(_np.abs(_np.asarray(out, dtype=float) - expected).max()))\n"
+        proc = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, f"{mutant}: the snippet does not run:\n{snippet}\n{proc.stderr[-2000:]}"
+        largest = float(proc.stdout.split("LARGEST")[-1])
+        assert largest > 1e-6, f"{mutant}: the snippet does not reproduce the failure ({largest})\n{snippet}"
