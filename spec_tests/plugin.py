@@ -158,6 +158,7 @@ def pytest_collection_modifyitems(config, items):
         subject = _subject(item)
         if subject is None:
             continue
+        item.repr_failure = _feedback_repr(item.repr_failure, config)
         func = getattr(item, "originalname", item.name)
         entry = xfail.match(xfails.get(subject.name, []), xfail.key(str(item.path), func, subject.dtype))
         if entry is not None:
@@ -165,6 +166,19 @@ def pytest_collection_modifyitems(config, items):
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep
+
+
+def _feedback_repr(repr_failure, config):
+    """A claim's failure is described by its feedback alone: pytest's traceback of the suite's frames,
+    which Hypothesis also asks for once per failing test, reads every frame's source (~0.1 s each)."""
+    def brief(excinfo, *args, **kwargs):
+        leaves = _leaves(excinfo.value)
+        if (leaves and all(isinstance(e, (SpecFailure, isolation.IsolationFailure)) for e in leaves)
+                and not config.getoption("--spec-traceback")):
+            return "\n\n".join(str(e) for e in leaves)
+        return repr_failure(excinfo, *args, **kwargs)
+
+    return brief
 
 
 def pytest_runtest_setup(item):
