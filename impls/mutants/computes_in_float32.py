@@ -13,11 +13,11 @@ BUG = ("casting float64 inputs down to float32 for the computation and back to f
 CAUGHT_BY = "SDPA-1"
 
 
-def scaled_dot_product_attention(q, k, v, mask=None, is_causal=False, scale=None):
+def scaled_dot_product_attention(q, k, v, mask=None, is_causal=False, scale=None, bias=None):
     q, k, v = np.asarray(q), np.asarray(k), np.asarray(v)
     out = _base.scaled_dot_product_attention(
         q.astype(np.float32), k.astype(np.float32), v.astype(np.float32),   # BUG
-        mask, is_causal, scale)
+        mask, is_causal, scale, None if bias is None else np.asarray(bias).astype(np.float32))
     return out.astype(np.result_type(q, k, v))
 
 

@@ -10,8 +10,8 @@ BUG = "accepting a `scale` argument but never passing it on, so 1/sqrt(d_k) is a
 CAUGHT_BY = "SDPA-4"
 
 
-def attention_weights(q, k, mask=None, is_causal=False, scale=None):
-    return _base.attention_weights(q, k, mask, is_causal)   # BUG: `scale` dropped
+def attention_weights(q, k, mask=None, is_causal=False, scale=None, bias=None):
+    return _base.attention_weights(q, k, mask, is_causal, bias=bias)   # BUG: `scale` dropped
 
 
 _base.rewire(globals())

@@ -10,9 +10,10 @@ BUG = "not checking that k and v have the same length, and silently truncating b
 CAUGHT_BY = "ERR-1"
 
 
-def scaled_dot_product_attention(q, k, v, mask=None, is_causal=False, scale=None):
+def scaled_dot_product_attention(q, k, v, mask=None, is_causal=False, scale=None, bias=None):
     n = min(k.shape[-2], v.shape[-2])   # BUG: no ValueError
-    return _base.scaled_dot_product_attention(q, k[..., :n, :], v[..., :n, :], mask, is_causal, scale)
+    return _base.scaled_dot_product_attention(q, k[..., :n, :], v[..., :n, :], mask, is_causal, scale,
+                                              None if bias is None else np.asarray(bias)[..., :n])
 
 
 _base.rewire(globals())

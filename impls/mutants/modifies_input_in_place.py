@@ -14,12 +14,12 @@ BUG = "scaling the query in place, q *= scale, which overwrites the caller's arr
 CAUGHT_BY = "ERR-2"
 
 
-def attention_weights(q, k, mask=None, is_causal=False, scale=None):
+def attention_weights(q, k, mask=None, is_causal=False, scale=None, bias=None):
     q = np.asarray(q)
     if scale is None:
         scale = 1.0 / math.sqrt(q.shape[-1])
     q *= scale   # BUG: in place
-    return _base.attention_weights(q, k, mask, is_causal, scale=1.0)
+    return _base.attention_weights(q, k, mask, is_causal, scale=1.0, bias=bias)
 
 
 _base.rewire(globals())

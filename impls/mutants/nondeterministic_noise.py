@@ -14,8 +14,8 @@ BUG = ("a nondeterministic result: unseeded random noise of 1e-12 relative on th
 CAUGHT_BY = "ERR-2"
 
 
-def scaled_dot_product_attention(q, k, v, mask=None, is_causal=False, scale=None):
-    out = _base.scaled_dot_product_attention(q, k, v, mask, is_causal, scale)
+def scaled_dot_product_attention(q, k, v, mask=None, is_causal=False, scale=None, bias=None):
+    out = _base.scaled_dot_product_attention(q, k, v, mask, is_causal, scale, bias)
     noise = np.random.default_rng().standard_normal(out.shape)   # BUG: unseeded noise
     return (out * (1 + 1e-12 * noise)).astype(out.dtype)
 

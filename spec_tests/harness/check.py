@@ -140,7 +140,8 @@ def raises_value_error(subject, fname: str, args: tuple, kwargs: dict, names=(),
     """Calling fname on bad input raises ValueError, and its message names each of `names`."""
     what = what or f"{fname} on bad input raises ValueError naming {', '.join(map(str, names)) or 'the problem'}"
     try:
-        result = subject.call(fname, *args, **kwargs)
+        with subject.expecting_error():
+            result = subject.call(fname, *args, **kwargs)
     except ValueError as exc:
         msg = str(exc)
         missing = [n for n in names if not _names(msg, n)]

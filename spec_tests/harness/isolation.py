@@ -663,7 +663,7 @@ class IsolatedSubject(Subject):
             reply = self._request({"op": "call_native", "fname": fname, "args": _handles(args),
                                    "kwargs": _handles(kwargs), "autocast": call.autocast}, f"{fname}(...)", fname)
         except Exception as exc:
-            call.error = type(exc).__name__
+            self._raised(call, exc)
             raise
         (call.args, call.kwargs), call.after = reply["before"], reply["after"]
         call.result, call.seen_dtype = reply["values"], reply.get("dtype")
@@ -676,7 +676,7 @@ class IsolatedSubject(Subject):
             reply = self._request({"op": "call", "fname": fname, "dtype": self.dtype, "args": args,
                                    "kwargs": kwargs}, _describe_call(fname, args, kwargs), fname)
         except Exception as exc:
-            call.error = type(exc).__name__
+            self._raised(call, exc)
             raise
         call.seen_dtype = reply.get("dtype")
         out = reply["result"]

@@ -11,6 +11,7 @@ NotImplementedError fails it with a one-line message (the plugin shortens it).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import sys
@@ -21,7 +22,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from spec_tests.harness import arrays
+from spec_tests.harness import arrays, feedback
 from spec_tests.harness.context import current
 from spec_tests.harness.loader import Implementation
 
@@ -116,6 +117,7 @@ class Subject:
         self.dtype = dtype
         self.history: list[Call] = []
         self._unimplemented: dict[str, str] = {}
+        self._expecting_error = 0
 
     # -- identity -------------------------------------------------------------
     @property
@@ -182,6 +184,32 @@ class Subject:
             self._unimplemented[fname] = text if fname in text else f"{fname}: {text or 'raises NotImplementedError'}"
             raise
 
+    @contextlib.contextmanager
+    def expecting_error(self):
+        """Calls inside may raise: the check itself judges the exception (check.raises_value_error)."""
+        self._expecting_error += 1
+        try:
+            yield
+        finally:
+            self._expecting_error -= 1
+
+    def _raised(self, call: Call, exc: Exception) -> None:
+        """The implementation raised: remember it; on input the spec calls valid, that is the failure.
+
+        A test calls the implementation without a `raises` check only on valid input, so an exception
+        there (other than NotImplementedError) is reported as a claim failure, with the input, the
+        known-bug diagnosis and a snippet, instead of a bare traceback from inside the suite."""
+        call.error = type(exc).__name__
+        if self._expecting_error or isinstance(exc, (NotImplementedError, feedback.SpecFailure)):
+            return
+        try:
+            feedback.fail(self, f"{call.fname} on valid input returns a result",
+                          [f"raised {type(exc).__name__}: {exc}".rstrip(": "),
+                           "nothing in this input is invalid under the contract (DESIGN.md); "
+                           "an exception here is the bug"], [call])
+        except feedback.SpecFailure as failure:
+            raise failure from exc
+
     def _record(self, call: Call) -> Call:
         self.history.append(call)
         del self.history[:-8]
@@ -196,7 +224,7 @@ class Subject:
         try:
             result = self._invoke(fname, *args, **kwargs)
         except Exception as exc:
-            call.error = type(exc).__name__
+            self._raised(call, exc)
             raise
         call.after = self.to_numpy((args, kwargs))
         first = result[0] if isinstance(result, (tuple, list)) and result else result
@@ -211,7 +239,7 @@ class Subject:
         try:
             result = self._invoke(fname, *self.native(args), **self.native(kwargs))
         except Exception as exc:
-            call.error = type(exc).__name__
+            self._raised(call, exc)
             raise
         first = result[0] if isinstance(result, (tuple, list)) and result else result
         if hasattr(first, "dtype"):

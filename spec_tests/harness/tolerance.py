@@ -13,6 +13,8 @@
   a score s perturbs its weight by about eps * |s|, so scores of 1e4 in float32
   (claim SDPA-5) make every implementation's output, and the naive one's, err
   by ~1e-3 |V| in ways that differ with the summation order.
+* For LayerNorm it is max|x| / sqrt(var + eps) times max|gamma|, plus max|beta|:
+  the row mean's rounding (eps * max|x|) is divided by the row's spread.
 * Relations between two results of the same implementation (permute, append a
   masked key, ...) allow RELATION_ULPS units in the last place of the dtype.
 * Exact claims (zero weights, zeros for fully masked rows, raised errors) are
@@ -68,11 +70,30 @@ def attention_size(q, k, v=None, scale=None, bias=None) -> float:
     return (magnitude(v) if v is not None else 1.0) * max(1.0, largest)
 
 
+def layer_norm_size(x, gamma, beta, eps=1e-5) -> float:
+    """max over rows of max|x| / sqrt(var + eps), times max|gamma|, plus max|beta|.
+
+    Computing a row's mean in the input's precision errs by about eps * max|x|; subtracting it and
+    dividing by the row's spread makes that eps * max|x| / sqrt(var + eps) in the output: a row at
+    -50 with spread 0.1 loses ~500 ulp in any backward-stable LayerNorm (PyTorch's own included),
+    whichever summation order it uses.
+    """
+    x = np.asarray(x, dtype=np.float64)
+    if x.size == 0:
+        return 1.0
+    spread = np.sqrt(x.var(axis=-1) + float(eps))
+    ratio = float(np.max(np.abs(x).max(axis=-1) / spread)) if np.all(spread > 0) else 1.0
+    return max(1.0, ratio) * max(magnitude(gamma), 1e-300) + magnitude(beta)
+
+
 def size_of(fname: str, args, kwargs) -> float | None:
     """The size of the values involved in fname(*args, **kwargs), where it is more than the result's."""
     if fname in ("scaled_dot_product_attention", "attention_weights") and len(args) >= 2:
         v = args[2] if fname == "scaled_dot_product_attention" and len(args) >= 3 else None
         return attention_size(args[0], args[1], v, kwargs.get("scale"), kwargs.get("bias"))
+    if fname == "layer_norm" and len(args) >= 3:
+        eps = kwargs.get("eps", args[3] if len(args) > 3 else 1e-5)
+        return layer_norm_size(args[0], args[1], args[2], eps)
     return None
 
 
