@@ -7,6 +7,9 @@
                                         (--benchmark-json), then generates everything from them
     python -m docs_gen --katex          installs KaTeX from the npm registry (docs_gen/package.json)
                                         and copies it into docs/assets/katex/ for offline math
+    python -m docs_gen --run --spec-impl template --merge-report R.json
+                                        runs only the template, and merges in a report R.json of an
+                                        earlier run of the built-ins (CI: stage 2's `pytest -n 2`)
 
 What it reads:
 - spec_tests/claims.toml and the chapter modules spec_tests/test_*.py, statically (ast): which

@@ -20,7 +20,8 @@ MEASUREMENTS = ARTIFACTS / "measurements"  # figures tests record ($MHA_SPEC_MEA
 BENCH_DIR = ROOT / "spec_tests" / "benchmarks"
 # The conformance run: every built-in that can run here, and the untouched template, whose row
 # shows what a learner's first run looks like. -n 2: pytest-xdist over two cores.
-SPEC_ARGS = ["--impl", "all,template", "-n", "2", "-q", "-p", "no:cacheprovider", "--no-claim-summary"]
+SPEC_IMPLS = "all,template"
+SPEC_ARGS = ["-n", "2", "-q", "-p", "no:cacheprovider", "--no-claim-summary"]
 BENCH_ARGS = ["-q", "-p", "no:cacheprovider", "--benchmark-only", "--no-claim-summary"]
 # The benchmarked implementations: the fast ones and their naive baselines. `reference` and
 # `per_head_loop` are written to be read, and their speed is nobody's claim.
@@ -40,13 +41,13 @@ def _command_file(json_path: Path) -> Path:
     return json_path.with_suffix(".command.txt")
 
 
-def run_spec(path: Path) -> str:
+def run_spec(path: Path, impls: str = SPEC_IMPLS, keep_measurements: bool = False) -> str:
     """Run the whole specification with a JSON report; a failing implementation is data, not an error."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    args = ["pytest", *SPEC_ARGS, "--spec-report", _shown(path)]
+    args = ["pytest", "--impl", impls, *SPEC_ARGS, "--spec-report", _shown(path)]
     log = path.with_suffix(".log")
     print(f"docs_gen: {shlex.join(args)}  (output in {_shown(log)})", flush=True)
-    if MEASUREMENTS.exists():
+    if MEASUREMENTS.exists() and not keep_measurements:
         shutil.rmtree(MEASUREMENTS)  # only this run's figures
     env = dict(os.environ, MHA_SPEC_MEASUREMENTS=str(MEASUREMENTS))
     with open(log, "w") as out:  # thousands of lines, the template's failures among them: keep them in a file
@@ -73,6 +74,29 @@ def run_benchmarks(path: Path, impls: str, extra: list[str]) -> str | None:
         raise SystemExit(f"docs_gen: the benchmark run failed (pytest exit code {code})")
     _command_file(path).write_text(shlex.join(args) + "\n")
     return shlex.join(args)
+
+
+def merge_reports(path: Path, others: list[Path]) -> str | None:
+    """Add the implementations and test outcomes of other --spec-report files (an earlier run of the
+    built-ins, say) to the report at `path`; the claim table is recomputed over all of them.
+    Returns the commands that made the merged reports, as their .command.txt files recorded them."""
+    from spec_tests.harness import report as report_mod
+
+    doc = json.loads(path.read_text())
+    commands = [_recorded_command(path)]
+    for other in others:
+        more = json.loads(other.read_text())
+        doc["implementations"] = {**more.get("implementations", {}), **doc.get("implementations", {})}
+        doc["tests"] = more.get("tests", []) + doc.get("tests", [])
+        commands.insert(0, _recorded_command(other))
+        print(f"docs_gen: merged {len(more.get('tests', []))} test outcomes from {_shown(other)}", flush=True)
+    records = [report_mod.Outcome(**r) for r in doc["tests"]]
+    doc["claims"] = report_mod.by_claim(records)
+    path.write_text(json.dumps(doc, indent=1))
+    joined = " ; ".join(c for c in commands if c)
+    if joined:
+        _command_file(path).write_text(joined + "\n")
+    return joined or None
 
 
 def install_katex() -> Path:
@@ -113,6 +137,14 @@ def main(argv: list[str] | None = None) -> int:
                    help=f"implementations to benchmark with --run (default: {BENCH_IMPLS})")
     p.add_argument("--bench-arg", action="append", default=[], metavar="ARG",
                    help="extra pytest argument for the benchmark run (repeatable), e.g. --bench-arg='-k=not L4096'")
+    p.add_argument("--spec-impl", default=SPEC_IMPLS, metavar="IMPLS",
+                   help=f"implementations for the suite run of --run (default: {SPEC_IMPLS})")
+    p.add_argument("--merge-report", type=Path, action="append", default=[], metavar="PATH",
+                   help="another --spec-report JSON to merge into the conformance page (repeatable): "
+                        "e.g. CI's run of the built-ins, with --run --spec-impl template")
+    p.add_argument("--no-bench", action="store_true",
+                   help="with --run: run the suite only; docs/benchmarks.md comes from --benchmark-json if it "
+                        "exists, else stays as committed")
     args = p.parse_args(argv)
     spec_report, bench_json = args.spec_report.resolve(), args.benchmark_json.resolve()
 
@@ -120,8 +152,11 @@ def main(argv: list[str] | None = None) -> int:
         install_katex()
     spec_cmd = bench_cmd = None
     if args.run:
-        spec_cmd = run_spec(spec_report)
-        bench_cmd = run_benchmarks(bench_json, args.bench_impl, args.bench_arg)
+        spec_cmd = run_spec(spec_report, args.spec_impl, keep_measurements=bool(args.merge_report))
+        if not args.no_bench:
+            bench_cmd = run_benchmarks(bench_json, args.bench_impl, args.bench_arg)
+    if args.merge_report:
+        spec_cmd = merge_reports(spec_report, [m.resolve() for m in args.merge_report])
 
     written = claims_pages.write_all(DOCS, FRAGMENTS)
     print(f"docs_gen: {len(written)} claim, pitfall and test-source pages", flush=True)

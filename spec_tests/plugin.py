@@ -18,7 +18,9 @@ from spec_tests.harness import arrays, context, diagnosis, isolation, loader, xf
 from spec_tests.harness import claims as catalogue
 from spec_tests.harness import report as report_mod
 from spec_tests.harness.feedback import SpecFailure
-from spec_tests.harness.subject import NOT_APPLICABLE, NOT_IMPLEMENTED, Subject
+from spec_tests.harness.subject import NOT_APPLICABLE, NOT_IMPLEMENTED, NotImplementedYet, Subject
+
+NOT_IMPLEMENTED_ERRORS = (NotImplementedError, NotImplementedYet)
 
 UNAVAILABLE = "unavailable"
 
@@ -173,6 +175,8 @@ def _feedback_repr(repr_failure, config):
     which Hypothesis also asks for once per failing test, reads every frame's source (~0.1 s each)."""
     def brief(excinfo, *args, **kwargs):
         leaves = _leaves(excinfo.value)
+        if leaves and all(isinstance(e, NOT_IMPLEMENTED_ERRORS) for e in leaves):
+            return f"{NOT_IMPLEMENTED}: {str(leaves[0]) or 'raises NotImplementedError'}"  # makereport says the same
         if (leaves and all(isinstance(e, (SpecFailure, isolation.IsolationFailure)) for e in leaves)
                 and not config.getoption("--spec-traceback")):
             return "\n\n".join(str(e) for e in leaves)
@@ -218,7 +222,7 @@ def _classify(rep, call) -> tuple[str, str]:
             if reason.startswith(prefix):
                 return status, reason
         return report_mod.SKIPPED, reason
-    if call.excinfo is not None and all(isinstance(e, NotImplementedError) for e in _leaves(call.excinfo.value)):
+    if call.excinfo is not None and all(isinstance(e, NOT_IMPLEMENTED_ERRORS) for e in _leaves(call.excinfo.value)):
         return report_mod.NOT_IMPL, str(_leaves(call.excinfo.value)[0])
     text = str(rep.longrepr or "")
     return report_mod.FAILED, text if len(text) <= 4000 else f"{text[:1500]}\n...\n{text[-2500:]}"  # the end says why
@@ -236,7 +240,7 @@ def pytest_runtest_makereport(item, call):
     rep = yield
     subject = _subject(item)
     leaves = _leaves(call.excinfo.value) if call.excinfo is not None and rep.failed else []
-    if leaves and all(isinstance(e, NotImplementedError) for e in leaves):
+    if leaves and all(isinstance(e, NOT_IMPLEMENTED_ERRORS) for e in leaves):
         msg = str(leaves[0]) or "raises NotImplementedError"
         rep.longrepr = f"{NOT_IMPLEMENTED}: {msg}"
     elif (leaves and all(isinstance(e, (SpecFailure, isolation.IsolationFailure)) for e in leaves)

@@ -44,7 +44,7 @@ import pytest
 from spec_tests.harness import arrays, feedback, wire
 from spec_tests.harness.context import current
 from spec_tests.harness.loader import IMPLS_DIR, Implementation
-from spec_tests.harness.subject import NOT_IMPLEMENTED, Call, Subject, _remember, autocast_state
+from spec_tests.harness.subject import NOT_IMPLEMENTED, Call, NotImplementedYet, Subject, _remember, autocast_state
 
 PR_SET_CHILD_SUBREAPER = 36
 UID_RANGE = range(61000, 61400)  # unprivileged user ids for workers (no account needed)
@@ -632,7 +632,7 @@ class IsolatedSubject(Subject):
         if missing:
             pytest.skip(f"{NOT_IMPLEMENTED}: {self.name}.{fname}() takes no keyword {', '.join(missing)}")
         if fname in self._unimplemented:
-            raise NotImplementedError(self._unimplemented[fname])
+            raise NotImplementedYet(self._unimplemented[fname])
         return lambda *args, **kwargs: self.call_native(fname, *args, **kwargs)
 
     def _request(self, body: dict, what: str, fname: str | None = None):
@@ -644,7 +644,8 @@ class IsolatedSubject(Subject):
                 text = str(exc)
                 self._unimplemented[fname] = (text if fname in text else
                                               f"{fname}: {text or 'raises NotImplementedError'}")
-            raise
+                raise NotImplementedYet(self._unimplemented[fname]) from None
+            raise NotImplementedYet(str(exc) or "raises NotImplementedError") from None
 
     def native(self, x):
         if not _has_arrays(x):

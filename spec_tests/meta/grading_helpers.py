@@ -18,7 +18,7 @@ VISIBILITY = {"visible", "hidden", "after_due_date", "after_published"}
 
 def grade(*args: str, timeout: int = 900, cwd: Path | None = None):
     """Run the grader; return (exit code, its output)."""
-    env = {k: v for k, v in os.environ.items() if k not in ("MHA_SPEC_IMPL", "CI")}
+    env = {k: v for k, v in os.environ.items() if k not in ("MHA_SPEC_IMPL", "CI", "MHA_SPEC_MEASUREMENTS")}
     proc = subprocess.run([sys.executable, "-m", "spec_tests.grade", *args], cwd=cwd or ROOT, env=env,
                           capture_output=True, text=True, timeout=timeout)
     return proc.returncode, proc.stdout + proc.stderr
