@@ -13,6 +13,8 @@
   a score s perturbs its weight by about eps * |s|, so scores of 1e4 in float32
   (claim SDPA-5) make every implementation's output, and the naive one's, err
   by ~1e-3 |V| in ways that differ with the summation order.
+* For multi-head attention it is the attention size of the projected heads, through |W_O|,
+  plus |b_O| (tolerance.multi_head_size).
 * For LayerNorm it is max|x| / sqrt(var + eps) times max|gamma|, plus max|beta|:
   the row mean's rounding (eps * max|x|) is divided by the row's spread.
 * Relations between two results of the same implementation (permute, append a
@@ -86,11 +88,39 @@ def layer_norm_size(x, gamma, beta, eps=1e-5) -> float:
     return max(1.0, ratio) * max(magnitude(gamma), 1e-300) + magnitude(beta)
 
 
+def multi_head_size(query, key, value, weights, num_heads) -> float:
+    """attention_size of the heads' projected inputs, through W_O, plus max|b_O|: the output can be far
+    smaller than the values it is computed from (heads and b_O cancelling), and rounding errs relative
+    to those. The projections are computed here in float64 (a key/value head serves H/G query heads).
+    """
+    f = lambda x: np.asarray(x, dtype=np.float64)  # noqa: E731
+    w = {name: f(value_) for name, value_ in weights.items()}
+    H = max(int(num_heads), 1)
+
+    def heads(x, name):  # (..., L, D_x) -> (..., n, L, d_k)
+        y = f(x) @ w[f"w_{name}"] + w.get(f"b_{name}", 0.0)
+        d_k = max(w["w_q"].shape[1] // H, 1)
+        n = max(y.shape[-1] // d_k, 1)
+        return np.moveaxis(y.reshape(*y.shape[:-1], n, d_k), -2, -3)
+
+    q, k, v = heads(query, "q"), heads(key, "k"), heads(value, "v")
+    if k.shape[-3] != H:  # grouped-query attention: each key/value head serves H/G query heads
+        k, v = (np.repeat(x, max(H // x.shape[-3], 1), axis=-3) for x in (k, v))
+    size = attention_size(q, k, v)
+    w_o = float(np.abs(w["w_o"]).sum(axis=0).max()) if w["w_o"].size else 0.0
+    return size * max(w_o, 1e-300) + float(np.abs(w.get("b_o", 0.0)).max(initial=0.0))
+
+
 def size_of(fname: str, args, kwargs) -> float | None:
     """The size of the values involved in fname(*args, **kwargs), where it is more than the result's."""
     if fname in ("scaled_dot_product_attention", "attention_weights") and len(args) >= 2:
         v = args[2] if fname == "scaled_dot_product_attention" and len(args) >= 3 else None
         return attention_size(args[0], args[1], v, kwargs.get("scale"), kwargs.get("bias"))
+    if fname == "multi_head_attention" and len(args) >= 5 and isinstance(args[3], dict):
+        try:
+            return multi_head_size(*args[:5])
+        except (KeyError, ValueError, IndexError):  # weights the oracle will reject anyway
+            return None
     if fname == "layer_norm" and len(args) >= 3:
         eps = kwargs.get("eps", args[3] if len(args) > 3 else 1e-5)
         return layer_norm_size(args[0], args[1], args[2], eps)
