@@ -170,13 +170,17 @@ def pytest_collection_modifyitems(config, items):
         items[:] = keep
 
 
+def _not_implemented_text(leaves) -> str:
+    return f"{NOT_IMPLEMENTED}: {str(leaves[0]) or 'raises NotImplementedError'}"
+
+
 def _feedback_repr(repr_failure, config):
     """A claim's failure is described by its feedback alone: pytest's traceback of the suite's frames,
     which Hypothesis also asks for once per failing test, reads every frame's source (~0.1 s each)."""
     def brief(excinfo, *args, **kwargs):
         leaves = _leaves(excinfo.value)
         if leaves and all(isinstance(e, NOT_IMPLEMENTED_ERRORS) for e in leaves):
-            return f"{NOT_IMPLEMENTED}: {str(leaves[0]) or 'raises NotImplementedError'}"  # makereport says the same
+            return _not_implemented_text(leaves)
         if (leaves and all(isinstance(e, (SpecFailure, isolation.IsolationFailure)) for e in leaves)
                 and not config.getoption("--spec-traceback")):
             return "\n\n".join(str(e) for e in leaves)
@@ -241,8 +245,7 @@ def pytest_runtest_makereport(item, call):
     subject = _subject(item)
     leaves = _leaves(call.excinfo.value) if call.excinfo is not None and rep.failed else []
     if leaves and all(isinstance(e, NOT_IMPLEMENTED_ERRORS) for e in leaves):
-        msg = str(leaves[0]) or "raises NotImplementedError"
-        rep.longrepr = f"{NOT_IMPLEMENTED}: {msg}"
+        rep.longrepr = _not_implemented_text(leaves)
     elif (leaves and all(isinstance(e, (SpecFailure, isolation.IsolationFailure)) for e in leaves)
           and not item.config.getoption("--spec-traceback")):
         # the feedback is the whole story; the suite's own frames are noise

@@ -96,10 +96,10 @@ def multi_head_size(query, key, value, weights, num_heads) -> float:
     f = lambda x: np.asarray(x, dtype=np.float64)  # noqa: E731
     w = {name: f(value_) for name, value_ in weights.items()}
     H = max(int(num_heads), 1)
+    d_k = max(w["w_q"].shape[1] // H, 1)
 
     def heads(x, name):  # (..., L, D_x) -> (..., n, L, d_k)
         y = f(x) @ w[f"w_{name}"] + w.get(f"b_{name}", 0.0)
-        d_k = max(w["w_q"].shape[1] // H, 1)
         n = max(y.shape[-1] // d_k, 1)
         return np.moveaxis(y.reshape(*y.shape[:-1], n, d_k), -2, -3)
 

@@ -106,3 +106,26 @@ def test_measurements_fragment_summarises_and_folds_the_figures(tmp_path):
     assert "SDPA-1" not in page
     empty = measurements.fragment(chapters["sdpa"], catalogue, tmp_path / "missing", None)
     assert "No test of this chapter recorded measurements" in empty
+
+
+def test_merged_reports_keep_both_runs_and_recompute_the_claims(tmp_path):
+    """docs_gen --merge-report: CI's run of the built-ins and a run of the template, one conformance table."""
+    import json
+
+    from docs_gen.__main__ import merge_reports
+
+    def outcome(impl, outcome_):
+        return {"nodeid": f"spec_tests/test_sdpa.py::test_x[{impl}-float64]", "test": "test_x", "impl": impl,
+                "dtype": "float64", "claims": ["SDPA-1"], "outcome": outcome_, "message": "", "duration": 0.1}
+
+    builtins, template = tmp_path / "builtins.json", tmp_path / "template.json"
+    builtins.write_text(json.dumps({"implementations": {"numpy_fast": {}}, "claims": {},
+                                    "tests": [outcome("numpy_fast", "passed")]}))
+    builtins.with_suffix(".command.txt").write_text("pytest -n 2\n")
+    template.write_text(json.dumps({"implementations": {"template": {}}, "claims": {},
+                                    "tests": [outcome("template", "not implemented")]}))
+    command = merge_reports(template, [builtins])
+    doc = json.loads(template.read_text())
+    assert set(doc["implementations"]) == {"numpy_fast", "template"}
+    assert doc["claims"]["SDPA-1"] == {"numpy_fast": "passed", "template": "not implemented"}
+    assert command.startswith("pytest -n 2")

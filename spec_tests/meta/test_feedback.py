@@ -47,3 +47,23 @@ def test_the_reproduction_snippet_runs_and_shows_the_bug(tmp_path):
         assert proc.returncode == 0, f"{mutant}: the snippet does not run:\n{snippet}\n{proc.stderr[-2000:]}"
         largest = float(proc.stdout.split("LARGEST")[-1])
         assert largest > 1e-6, f"{mutant}: the snippet does not reproduce the failure ({largest})\n{snippet}"
+
+
+def test_an_exception_on_valid_input_is_a_claim_failure_with_feedback(tmp_path):
+    """An implementation that raises on input the contract calls valid fails the claim with the whole
+    feedback (claim, input, the exception, snippet, chapter), not a traceback from inside the suite."""
+    mine = tmp_path / "raises.py"
+    mine.write_text(textwrap.dedent('''
+        from impls.mutants._base import *  # noqa: F401,F403
+
+        def scaled_dot_product_attention(q, k, v, mask=None, is_causal=False, scale=None):
+            raise RuntimeError("not for these shapes")
+    '''))
+    code, out, _ = run_suite("--impl", str(mine), "--claim", "SDPA-1", "-x", env={"MHA_SPEC_NO_REPRO": ""})
+    assert code == 1, out[-2000:]
+    assert "SDPA-1 does not hold" in out
+    assert "check: scaled_dot_product_attention on valid input returns a result" in out
+    assert "input: scaled_dot_product_attention(" in out
+    assert "raised RuntimeError: not for these shapes" in out
+    assert "reproduce (paste into Python):" in out and "read: docs/sdpa.md#sdpa-1" in out
+    assert "Traceback" not in out
