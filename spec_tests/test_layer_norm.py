@@ -168,7 +168,8 @@ def test_low_precision_statistics_are_computed_in_float32(impl, seed, D, mean):
     expected = reference.layer_norm(*r)
     in_float32 = tolerance.yardstick(reference.layer_norm, r, {}, "float32")  # float32 statistics ...
     in_float32 = impl.round(in_float32)  # ... and the output stored in the low precision
-    check.compare(impl, y, expected, tolerance.oracle_bound(impl.dtype, expected, in_float32, tolerance.layer_norm_size(*r)),
+    bound = tolerance.oracle_bound(impl.dtype, expected, in_float32, tolerance.layer_norm_size(*r))
+    check.compare(impl, y, expected, bound,
                   "low-precision layer_norm against the oracle, allowed what float32 statistics would err")
 
 
