@@ -1,0 +1,601 @@
+"""The chapters' pictures, drawn from the reference: every number on them is computed by `reference/`.
+
+    python -m docs_gen                 writes them all (with the rest of the generated pages)
+    python -m docs_gen.figures [DIR]   only the figures, into DIR (default docs/assets/figures/)
+
+Each figure is an SVG about 5 x 3.5 inches with labelled axes and text of at least 9 pt, so that it
+stays readable when the page is 390 px wide. The files are byte-stable: no date in the metadata,
+a fixed hash salt for matplotlib's ids, text kept as text (`svg.fonttype: none`), fixed random
+generators. Running the generator twice gives identical files (spec_tests/meta/test_figures.py).
+
+FIGURES maps each file name to (chapter, the function that draws it, its alt text); the chapter
+pages show them with `![alt](assets/figures/NAME.svg)`.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from docs_gen import DOCS
+
+FIGURE_DIR = DOCS / "assets" / "figures"
+FONT = 10  # points; tick labels one smaller, never under 9
+RC = {
+    "svg.hashsalt": "mha-spec",
+    "svg.fonttype": "none",
+    "font.size": FONT,
+    "axes.titlesize": FONT,
+    "axes.labelsize": FONT,
+    "xtick.labelsize": 9,
+    "ytick.labelsize": 9,
+    "legend.fontsize": 9,
+    "figure.dpi": 100,
+}
+# Two colours for "may attend" / "hidden", and the head colours (colour-blind safe: Okabe-Ito).
+SEEN, HIDDEN = "#0072B2", "#EEEEEE"
+HEAD_COLOURS = ["#E69F00", "#56B4E9", "#009E73", "#CC79A7", "#D55E00", "#F0E442"]
+
+
+def _pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _save(fig, path: Path) -> Path:
+    plt = _pyplot()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, format="svg", metadata={"Date": None}, bbox_inches="tight", pad_inches=0.05)
+    plt.close(fig)
+    return path
+
+
+def _grid(ax, allowed: np.ndarray, title: str, xlabel: str = "key $j$", ylabel: str = "query $i$",
+          values: np.ndarray | None = None) -> None:
+    """A boolean (L_q, L_k) grid: blue = may attend, grey = hidden; optional numbers in the cells."""
+    from matplotlib.colors import ListedColormap
+
+    L_q, L_k = allowed.shape
+    ax.imshow(allowed.astype(float), cmap=ListedColormap([HIDDEN, SEEN]), vmin=0, vmax=1, aspect="equal")
+    ax.set_xticks(range(L_k))
+    ax.set_yticks(range(L_q))
+    ax.set_xticks(np.arange(-0.5, L_k), minor=True)
+    ax.set_yticks(np.arange(-0.5, L_q), minor=True)
+    ax.grid(which="minor", color="white", linewidth=1.5)
+    ax.tick_params(which="minor", length=0)
+    ax.tick_params(which="major", length=0, pad=2)
+    for s in ax.spines.values():
+        s.set_visible(False)
+    ax.set_title(title)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    if values is not None:
+        for i in range(L_q):
+            for j in range(L_k):
+                if allowed[i, j]:
+                    ax.text(j, i, f"{values[i, j]:.2f}".lstrip("0"), ha="center", va="center",
+                            fontsize=9, color="white")
+
+
+# ---------------------------------------------------------------------------------------------- SDPA
+
+def sdpa_weights(path: Path) -> Path:
+    """The attention weights P = softmax(Q K^T / sqrt(d_k)) of a small example, each row summing to 1."""
+    from reference import attention_weights
+
+    plt = _pyplot()
+    rng = np.random.default_rng(0)
+    q, k = rng.standard_normal((4, 8)), rng.standard_normal((6, 8))  # L_q = 4, L_k = 6, d_k = 8
+    p = attention_weights(q, k)  # (4, 6)
+    fig, ax = plt.subplots(figsize=(5, 3.6))
+    im = ax.imshow(p, cmap="Blues", vmin=0, vmax=1, aspect="equal")
+    for i in range(p.shape[0]):
+        for j in range(p.shape[1]):
+            ax.text(j, i, f"{p[i, j]:.2f}", ha="center", va="center", fontsize=9,
+                    color="white" if p[i, j] > 0.55 else "black")
+    ax.set_xticks(range(6))
+    ax.set_yticks(range(4), [f"{i}  (sum {p[i].sum():.0f})" for i in range(4)])
+    ax.set_xlabel("key $j$")
+    ax.set_ylabel("query $i$")
+    ax.set_title("attention weights $P$, $L_q=4$, $L_k=6$, $d_k=8$")
+    fig.colorbar(im, ax=ax, fraction=0.035, pad=0.03, label="weight $P_{ij}$")
+    return _save(fig, path)
+
+
+# --------------------------------------------------------------------------------------------- masks
+
+def masks_alignment(path: Path) -> Path:
+    """Causal masks for L_q = 3 queries and L_k = 6 keys: PyTorch's top-left corner against the contract's bottom-right."""
+    from reference import causal_mask
+
+    plt = _pyplot()
+    L_q, L_k = 3, 6
+    bottom_right = causal_mask(L_q, L_k)  # j <= i + L_k - L_q
+    top_left = np.tril(np.ones((L_q, L_k), dtype=bool))  # j <= i, torch's is_causal for L_q != L_k
+    fig, axes = plt.subplots(2, 1, figsize=(5, 3.8))
+    _grid(axes[0], top_left, "top-left: $j \\leq i$ (PyTorch's is_causal)", xlabel="")
+    _grid(axes[1], bottom_right, "bottom-right: $j \\leq i + L_k - L_q$ (the contract)")
+    fig.tight_layout(h_pad=1.0)
+    return _save(fig, path)
+
+
+def masks_kinds(path: Path) -> Path:
+    """Padding, causal, their AND, and a query that sees no key (whose weights are all 0)."""
+    from reference import causal_mask, masked_softmax, padding_mask
+
+    plt = _pyplot()
+    L, n = 5, 3  # one sequence of 3 real tokens padded to 5
+    pad = np.broadcast_to(padding_mask([n], L)[0, 0], (L, L))  # (1, 1, 1, L) -> (L, L)
+    causal = causal_mask(L, L)
+    both = pad & causal
+    # a dead row: bottom-right causal with more queries than keys (L_q = 5, L_k = 3)
+    dead = causal_mask(5, 3)
+    weights = masked_softmax(np.zeros((5, 3)), dead)  # equal scores: uniform over what is visible
+    fig, axes = plt.subplots(2, 2, figsize=(5, 5.2))
+    _grid(axes[0, 0], pad, f"padding, $n = {n}$ of $L = {L}$", xlabel="")
+    _grid(axes[0, 1], causal, "causal", xlabel="", ylabel="")
+    _grid(axes[1, 0], both, "padding AND causal")
+    _grid(axes[1, 1], dead, "$L_q=5$, $L_k=3$: rows 0, 1\nsee nothing, weights 0", ylabel="", values=weights)
+    for i in range(5):
+        if not dead[i].any():
+            axes[1, 1].text(1, i, "0  0  0", ha="center", va="center", fontsize=9, color="#B00020")
+    fig.tight_layout(h_pad=1.2, w_pad=1.0)
+    return _save(fig, path)
+
+
+def kv_cache_growth(path: Path) -> Path:
+    """The K/V cache during decoding: a prefill of 3 tokens, then one token per step, run by reference.decode's steps."""
+    from matplotlib.colors import ListedColormap
+
+    from reference import KVCache, attend_with_cache
+
+    plt = _pyplot()
+    rng = np.random.default_rng(0)
+    B, L, D, H, prefill = 1, 8, 4, 2, 3
+    w = {name: rng.standard_normal((D, D)) / 2 for name in ("w_q", "w_k", "w_v", "w_o")}
+    x = rng.standard_normal((B, L, D))
+    cache, sizes, chunks = KVCache(), [], [(0, prefill)] + [(t, t + 1) for t in range(prefill, L)]
+    for a, b in chunks:  # the loop of reference.kv_cache.decode, recording the cache after each call
+        attend_with_cache(x[:, a:b], w, H, cache)
+        sizes.append((a, b, len(cache)))
+    grid = np.zeros((len(sizes), L))
+    for row, (a, b, T) in enumerate(sizes):
+        grid[row, :a] = 1  # already cached: read, not recomputed
+        grid[row, a:b] = 2  # appended by this call
+    fig, ax = plt.subplots(figsize=(5, 3.6))
+    ax.imshow(grid, cmap=ListedColormap([HIDDEN, "#9EC9E2", "#D55E00"]), vmin=0, vmax=2, aspect="equal")
+    ax.set_xticks(range(L))
+    ax.set_yticks(range(len(sizes)), ["prefill" if a == 0 else f"step {a}" for a, _, _ in sizes])
+    ax.set_xticks(np.arange(-0.5, L), minor=True)
+    ax.set_yticks(np.arange(-0.5, len(sizes)), minor=True)
+    ax.grid(which="minor", color="white", linewidth=1.5)
+    ax.tick_params(which="both", length=0)
+    for s in ax.spines.values():
+        s.set_visible(False)
+    for row, (a, b, T) in enumerate(sizes):
+        ax.text(L - 0.3, row, f"  T = {T}", ha="left", va="center", fontsize=9)
+    ax.set_xlabel("position of the cached key/value")
+    ax.set_title("cache after each call: orange = appended now,\nblue = kept from earlier calls")
+    return _save(fig, path)
+
+
+# ---------------------------------------------------------------------------------------- multi-head
+
+def heads_split_merge(path: Path) -> Path:
+    """split_heads and merge_heads on a (L, D) = (3, 8) array whose entries are their own feature index."""
+    from matplotlib.colors import ListedColormap
+
+    from reference import merge_heads, split_heads
+
+    plt = _pyplot()
+    L, D, H = 3, 8, 4
+    d_k = D // H
+    x = np.tile(np.arange(D, dtype=float), (1, L, 1))  # (1, L, D): entry = feature index
+    heads = split_heads(x, H)[0]  # (H, L, d_k)
+    merged = merge_heads(heads[None])[0]  # (L, D)
+    cmap = ListedColormap(HEAD_COLOURS[:H])
+    fig = plt.figure(figsize=(5, 3.8))
+
+    def panel(rect, data, title):
+        ax = fig.add_axes(rect)
+        ax.imshow(data // d_k, cmap=cmap, vmin=0, vmax=H - 1, aspect="equal")
+        for (i, j), f in np.ndenumerate(data):
+            ax.text(j, i, f"{int(f)}", ha="center", va="center", fontsize=9)
+        ax.set_xticks([])
+        ax.set_yticks([])
+        ax.set_title(title, fontsize=9, pad=3)
+        return ax
+
+    # rows: X (L, D) on top, the H heads (L, d_k) in the middle, the merged (L, H d_k) below
+    panel([0.25, 0.74, 0.5, 0.2], x[0], "$X$: $(L, D) = (3, 8)$, entry = feature index")
+    for h in range(H):
+        panel([0.08 + 0.22 * h, 0.37, 0.16, 0.2], heads[h], f"$h={h}$")
+    panel([0.25, 0.0, 0.5, 0.2], merged, "merge_heads: $(L, H d_k) = (3, 8)$")
+    fig.text(0.5, 0.665, "split_heads $\\downarrow$  $(H, L, d_k) = (4, 3, 2)$", ha="center", va="center",
+             fontsize=9)
+    fig.text(0.5, 0.295, "attention per head, then concatenate along features $\\downarrow$", ha="center",
+             va="center", fontsize=9)
+    return _save(fig, path)
+
+
+# ---------------------------------------------------------------------------------------- layer norm
+
+def norm_axes(path: Path) -> Path:
+    """Which axis each norm averages over: LayerNorm's rows (one sample's features), BatchNorm's columns."""
+    from matplotlib.patches import Rectangle
+
+    from reference import BatchNorm, layer_norm
+
+    plt = _pyplot()
+    rng = np.random.default_rng(1)
+    N, D = 4, 4
+    x = rng.normal(2.0, 1.5, size=(N, D)) + np.arange(N)[:, None]  # samples at different levels
+    ln = layer_norm(x, np.ones(D), np.zeros(D))
+    bn = BatchNorm(D)(x)
+    fig, axes = plt.subplots(1, 2, figsize=(5.2, 3.0))
+    for ax, y, title, rect in (
+        (axes[0], ln, "LayerNorm: each row\n(sample) mean 0, var 1", Rectangle((-0.5, 0.5), D, 1)),
+        (axes[1], bn, "BatchNorm: each column\n(feature) mean 0, var 1", Rectangle((0.5, -0.5), 1, N)),
+    ):
+        ax.imshow(y, cmap="RdBu_r", vmin=-2.2, vmax=2.2, aspect="equal")
+        for (i, j), v in np.ndenumerate(y):
+            ax.text(j, i, f"{v:.1f}".replace("-0.0", "0.0"), ha="center", va="center", fontsize=9)
+        rect.set(fill=False, edgecolor="black", linewidth=2.5)
+        ax.add_patch(rect)
+        ax.set_xticks(range(D))
+        ax.set_yticks(range(N))
+        ax.tick_params(length=0)
+        ax.set_xlabel("feature")
+        ax.set_title(title)
+    axes[0].set_ylabel("sample in the batch")
+    fig.tight_layout(w_pad=1.5)
+    return _save(fig, path)
+
+
+# ---------------------------------------------------------------------------------------- positional
+
+def sinusoidal_heatmap(path: Path) -> Path:
+    from reference import sinusoidal_positional_encoding
+
+    plt = _pyplot()
+    L, D = 64, 64
+    pe = sinusoidal_positional_encoding(L, D)
+    fig, ax = plt.subplots(figsize=(5, 3.6))
+    im = ax.imshow(pe, cmap="RdBu_r", vmin=-1, vmax=1, aspect="auto", interpolation="nearest")
+    ax.set_xlabel("feature $k$ (even: sin, odd: cos)")
+    ax.set_ylabel("position $p$")
+    ax.set_title(f"sinusoidal encoding, $L = {L}$, $D = {D}$")
+    fig.colorbar(im, ax=ax, fraction=0.04, pad=0.03, label="$PE[p, k]$")
+    return _save(fig, path)
+
+
+def sinusoidal_curves(path: Path) -> Path:
+    from reference import sinusoidal_positional_encoding
+
+    plt = _pyplot()
+    L, D = 100, 64
+    pe = sinusoidal_positional_encoding(L, D)
+    fig, ax = plt.subplots(figsize=(5, 3.4))
+    for k, c in zip((6, 10, 16, 24), HEAD_COLOURS):
+        omega = 10000.0 ** (-k / D)  # column k = 2i turns at omega_i = 10000^(-2i/D)
+        ax.plot(np.arange(L), pe[:, k], color=c, label=f"$k={k}$: period {2 * np.pi / omega:.0f}")
+    ax.set_xlabel("position $p$")
+    ax.set_ylabel("$PE[p, k] = \\sin(p\\,\\omega)$")
+    ax.set_title("even columns: slower waves for larger $k$")
+    ax.set_ylim(-1.15, 1.95)
+    ax.legend(loc="upper center", ncol=2, frameon=False)
+    ax.grid(alpha=0.3)
+    return _save(fig, path)
+
+
+def rope_rotation(path: Path) -> Path:
+    """RoPE turns each feature pair by m θ_i: pairs 0 and 1 of one vector at positions m = 0..7 (d = 8)."""
+    from reference import rotary_embedding
+
+    plt = _pyplot()
+    d, positions = 8, np.arange(8)
+    x = np.tile(np.array([1.0, 0.0] * (d // 2)), (len(positions), 1))  # every pair starts at (1, 0)
+    r = rotary_embedding(x, positions)  # (8, d)
+    fig, axes = plt.subplots(1, 2, figsize=(5.2, 3.0))
+    circle = np.linspace(0, 2 * np.pi, 200)
+    for ax, i in zip(axes, (0, 1)):
+        theta = 10000.0 ** (-2 * i / d)
+        ax.plot(np.cos(circle), np.sin(circle), color="#BBBBBB", linewidth=1)
+        for m in positions:
+            px, py = r[m, 2 * i], r[m, 2 * i + 1]
+            ax.annotate("", xy=(px, py), xytext=(0, 0),
+                        arrowprops=dict(arrowstyle="->", color=SEEN, alpha=0.35 + 0.08 * m))
+            if i == 0 or m in (0, 7):
+                ax.text(1.22 * px, 1.22 * py, f"{m}", ha="center", va="center", fontsize=9)
+        ax.set_aspect("equal")
+        ax.set_xlim(-1.45, 1.45)
+        ax.set_ylim(-1.45, 1.45)
+        ax.set_xticks([-1, 0, 1])
+        ax.set_yticks([-1, 0, 1])
+        ax.set_xlabel(f"$x_{{{2 * i}}}$")
+        ax.set_ylabel(f"$x_{{{2 * i + 1}}}$")
+        ax.set_title(f"pair $i={i}$: $\\theta_{i} = {theta:.3g}$ rad")
+    fig.tight_layout(w_pad=2)
+    return _save(fig, path)
+
+
+# ----------------------------------------------------------------------------------------- efficient
+
+def online_softmax_tiles(path: Path) -> Path:
+    """Blocks of the (L_q, L_k) score matrix a chunked kernel visits: all of them, or under causal only those with a visible key."""
+    from matplotlib.patches import Rectangle
+
+    from reference import causal_mask
+
+    plt = _pyplot()
+    L, b = 12, 3
+    n = L // b
+    fig, axes = plt.subplots(1, 2, figsize=(5.2, 3.2))
+    for ax, causal, title in ((axes[0], False, "no mask: every block"), (axes[1], True, "causal: skip empty blocks")):
+        allowed = causal_mask(L, L) if causal else np.ones((L, L), dtype=bool)
+        ax.imshow(allowed.astype(float), cmap="Blues", vmin=0, vmax=2.2, aspect="equal")
+        counts = {"full": 0, "partial": 0, "skipped": 0}
+        for bi in range(n):
+            for bj in range(n):
+                blk = allowed[bi * b:(bi + 1) * b, bj * b:(bj + 1) * b]
+                kind = "full" if blk.all() else "partial" if blk.any() else "skipped"
+                counts[kind] += 1
+                style = {"full": dict(edgecolor="black", hatch=None, facecolor="none"),
+                         "partial": dict(edgecolor="black", hatch="//", facecolor="none"),
+                         "skipped": dict(edgecolor="#999999", hatch=None, facecolor="white")}[kind]
+                ax.add_patch(Rectangle((bj * b - 0.5, bi * b - 0.5), b, b, linewidth=1.2, **style))
+                if kind == "skipped":
+                    ax.text(bj * b + 1, bi * b + 1, "x", ha="center", va="center", fontsize=10, color="#999999")
+        ax.set_xticks(np.arange(0, L, b))
+        ax.set_yticks(np.arange(0, L, b))
+        ax.set_xlabel("key $j$ (blocks of $b_k = 3$)")
+        ax.set_title(f"{title}\n{counts['full']} full, {counts['partial']} masked, {counts['skipped']} skipped",
+                     fontsize=9)
+    axes[0].set_ylabel("query $i$ (blocks of $b_q = 3$)")
+    fig.text(0.5, -0.03, "hatched: computed, then masked inside the block; x: never computed",
+             ha="center", fontsize=9)
+    fig.tight_layout(w_pad=1.5)
+    return _save(fig, path)
+
+
+# ----------------------------------------------------------------------------------- variable length
+
+def padded_batch(path: Path) -> Path:
+    """Three sequences of lengths 5, 3, 7 padded to L = 7: the key-padding mask padding_mask(lengths, 7)."""
+    from matplotlib.colors import ListedColormap
+
+    from reference import padding_mask
+
+    plt = _pyplot()
+    lengths, L = [5, 3, 7], 7
+    keep = padding_mask(lengths, L)[:, 0, 0, :]  # (B, L)
+    seq = np.broadcast_to(keep[1], (L, L))  # sequence 1's mask, broadcast over its queries
+    fig, axes = plt.subplots(1, 2, figsize=(5.2, 2.9), gridspec_kw={"width_ratios": [1, 1]})
+    ax = axes[0]
+    ax.imshow(keep.astype(float), cmap=ListedColormap([HIDDEN, SEEN]), vmin=0, vmax=1, aspect="equal")
+    ax.set_xticks(range(L))
+    ax.set_yticks(range(len(lengths)), [f"{b}: $n_{b}={n}$" for b, n in enumerate(lengths)])
+    ax.set_xlabel("position $j$")
+    ax.set_title("the batch $(B, L) = (3, 7)$,\ngrey = pad")
+    ax.tick_params(length=0)
+    _grid(axes[1], seq, "sequence 1, broadcast\nover its queries", ylabel="query $i$")
+    fig.tight_layout(w_pad=1.5)
+    return _save(fig, path)
+
+
+# ----------------------------------------------------------------------------------------- precision
+
+def precision_error(path: Path) -> Path:
+    """The reference SDPA's error against float64 when it computes in float32 and in emulated float16 / bfloat16."""
+    from reference import scaled_dot_product_attention
+    from spec_tests.harness.arrays import EPS, in_numpy_dtype
+
+    plt = _pyplot()
+    rng = np.random.default_rng(0)
+    L, d = 64, 64
+    q, k, v = (rng.standard_normal((L, d)) for _ in range(3))
+    spreads = np.array([0.5, 1, 2, 4, 8, 16, 32])  # multiplies q: the scores' standard deviation
+    fig, ax = plt.subplots(figsize=(5, 3.5))
+    for dtype, c, mark in (("float32", HEAD_COLOURS[2], "o"), ("float16", HEAD_COLOURS[0], "s"),
+                           ("bfloat16", HEAD_COLOURS[4], "^")):
+        errs = []
+        for s in spreads:
+            exact = scaled_dot_product_attention(q * s, k, v)
+            low = [in_numpy_dtype(t, dtype) for t in (q * s, k, v)]
+            seen = np.asarray(scaled_dot_product_attention(*low), dtype=np.float64)
+            errs.append(np.abs(seen - exact).max())
+        ax.plot(spreads, errs, marker=mark, color=c, label=dtype)
+        ax.axhline(EPS[dtype], color=c, linestyle=":", linewidth=1)
+        ax.text(spreads[-1], EPS[dtype] * 0.8, f"$\\epsilon$ of {dtype}", color=c, ha="right", va="top", fontsize=9)
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("standard deviation of the scaled scores")
+    ax.set_ylabel("max |out - float64 out|")
+    ax.set_title(f"the reference in each dtype, $L = {L}$, $d = {d}$")
+    ax.legend(loc="center left", bbox_to_anchor=(0.0, 0.4), frameon=False)
+    ax.grid(alpha=0.3, which="major")
+    return _save(fig, path)
+
+
+# -------------------------------------------------------------------------------------------- errors
+
+def errors_shapes(path: Path) -> Path:
+    """The shapes attention checks, drawn to scale: the sizes that must agree share a colour."""
+    from matplotlib.patches import Rectangle
+
+    from reference import attention_weights, scaled_dot_product_attention
+
+    plt = _pyplot()
+    L_q, L_k, d_k, d_v = 3, 5, 4, 2
+    rng = np.random.default_rng(0)
+    q, k, v = rng.standard_normal((L_q, d_k)), rng.standard_normal((L_k, d_k)), rng.standard_normal((L_k, d_v))
+    shapes = {"$Q$": q.shape, "$K$": k.shape, "$V$": v.shape,
+              "$P$": attention_weights(q, k).shape, "out": scaled_dot_product_attention(q, k, v).shape}
+    colour = {L_q: "#0072B2", L_k: "#D55E00", d_k: "#009E73", d_v: "#CC79A7"}
+    name = {L_q: "L_q", L_k: "L_k", d_k: "d_k", d_v: "d_v"}
+    fig, ax = plt.subplots(figsize=(5.2, 2.6))
+    x0 = 0.0
+    for label, (rows, cols) in shapes.items():
+        ax.add_patch(Rectangle((x0, 0), cols, rows, facecolor="#F4F4F4", edgecolor="black"))
+        ax.text(x0 + cols / 2, rows + 0.35, label, ha="center", va="bottom", fontsize=10)
+        ax.plot([x0 - 0.25] * 2, [0, rows], color=colour[rows], linewidth=4)  # rows, on the left
+        ax.text(x0 - 0.35, rows / 2, f"${name[rows]}$", color=colour[rows], ha="right", va="center",
+                fontsize=9, rotation=90)
+        ax.plot([x0, x0 + cols], [-0.3] * 2, color=colour[cols], linewidth=4)  # columns, below
+        ax.text(x0 + cols / 2, -0.55, f"${name[cols]}$", color=colour[cols], ha="center", va="top", fontsize=9)
+        x0 += cols + 1.6
+    ax.set_xlim(-1.2, x0 - 1.0)
+    ax.set_ylim(-1.6, L_k + 1.2)
+    ax.set_aspect("equal")
+    ax.axis("off")
+    ax.set_title("sizes in one colour must agree, or ValueError", fontsize=9)
+    return _save(fig, path)
+
+
+# ----------------------------------------------------------------------------------------- gradients
+
+def gradients_causal(path: Path) -> Path:
+    """How much output row i depends on key/value row j: the norm of (dK_j, dV_j) for dout = e_i, causal, one dead row."""
+    from reference import scaled_dot_product_attention_backward
+
+    plt = _pyplot()
+    rng = np.random.default_rng(0)
+    L, d = 6, 4
+    q, k, v = (rng.standard_normal((L, d)) for _ in range(3))
+    mask = np.ones((L, L), dtype=bool)
+    mask[2] = False  # query 2 sees no key
+    sens = np.zeros((L, L))
+    for i in range(L):
+        dout = np.zeros((L, d))
+        dout[i] = 1.0  # the gradient of sum(out[i])
+        _, dk, dv = scaled_dot_product_attention_backward(dout, q, k, v, mask=mask, is_causal=True)
+        sens[i] = np.sqrt((dk ** 2).sum(-1) + (dv ** 2).sum(-1))
+    fig, ax = plt.subplots(figsize=(5, 3.6))
+    im = ax.imshow(sens, cmap="Purples", aspect="equal")
+    for (i, j), s in np.ndenumerate(sens):
+        ax.text(j, i, "0" if s == 0 else f"{s:.2f}", ha="center", va="center", fontsize=9,
+                color="white" if s > 0.6 * sens.max() else "black")
+    ax.set_xticks(range(L))
+    ax.set_yticks(range(L), [f"{i} (no key)" if i == 2 else str(i) for i in range(L)])
+    ax.set_xlabel("key/value row $j$")
+    ax.set_ylabel("output row $i$")
+    ax.set_title("size of the gradient of output row $i$\nwith respect to $k_j, v_j$ (causal)")
+    fig.colorbar(im, ax=ax, fraction=0.04, pad=0.03)
+    return _save(fig, path)
+
+
+# ------------------------------------------------------------------------------------------- residual
+
+def residual_blocks(path: Path) -> Path:
+    """Post-LN and Pre-LN blocks as the reference writes them (reference/residual.py)."""
+    from matplotlib.patches import FancyBboxPatch
+
+    plt = _pyplot()
+    fig, axes = plt.subplots(1, 2, figsize=(5.2, 3.6))
+
+    def box(ax, y, text, colour):
+        ax.add_patch(FancyBboxPatch((0.2, y - 0.28), 1.6, 0.56, boxstyle="round,pad=0.05",
+                                    facecolor=colour, edgecolor="black"))
+        ax.text(1.0, y, text, ha="center", va="center", fontsize=9)
+
+    def arrow(ax, a, b, colour="black"):
+        ax.annotate("", xy=b, xytext=a, arrowprops=dict(arrowstyle="->", color=colour, linewidth=1.5))
+
+    for ax, pre in zip(axes, (False, True)):
+        ax.set_xlim(-0.6, 2.4)
+        ax.set_ylim(-0.4, 5.5)
+        ax.axis("off")
+        ax.text(1.0, -0.25, "$x$", ha="center", va="center")
+        if pre:
+            box(ax, 1.5, "LayerNorm", "#FFE8B0")
+            box(ax, 2.7, "sublayer", "#CFE3F2")
+            ax.text(1.0, 3.9, "$\\oplus$", ha="center", va="center", fontsize=16)
+            arrow(ax, (1.0, 0.0), (1.0, 1.17))
+            arrow(ax, (1.0, 1.83), (1.0, 2.37))
+            arrow(ax, (1.0, 3.03), (1.0, 3.75))
+            arrow(ax, (1.0, 4.05), (1.0, 4.8))
+            ax.plot([1.0, -0.35, -0.35], [0.45, 0.45, 3.9], color="#D55E00", linewidth=2)
+            arrow(ax, (-0.35, 3.9), (0.86, 3.9), "#D55E00")
+            ax.text(1.0, 5.05, "$x + \\mathrm{sublayer}(\\mathrm{LN}(x))$", ha="center", fontsize=9)
+            ax.set_title("Pre-LN: identity path\nfrom output to input")
+        else:
+            box(ax, 1.5, "sublayer", "#CFE3F2")
+            ax.text(1.0, 2.7, "$\\oplus$", ha="center", va="center", fontsize=16)
+            box(ax, 3.9, "LayerNorm", "#FFE8B0")
+            arrow(ax, (1.0, 0.0), (1.0, 1.17))
+            arrow(ax, (1.0, 1.83), (1.0, 2.55))
+            arrow(ax, (1.0, 2.85), (1.0, 3.57))
+            arrow(ax, (1.0, 4.23), (1.0, 4.8))
+            ax.plot([1.0, -0.35, -0.35], [0.45, 0.45, 2.7], color="#D55E00", linewidth=2)
+            arrow(ax, (-0.35, 2.7), (0.86, 2.7), "#D55E00")
+            ax.text(1.0, 5.05, "$\\mathrm{LN}(x + \\mathrm{sublayer}(x))$", ha="center", fontsize=9)
+            ax.set_title("Post-LN: a LayerNorm on\nthe residual path")
+    fig.text(0.5, 0.06, "orange: the residual (skip) connection", ha="center", fontsize=9, color="#D55E00")
+    return _save(fig, path)
+
+
+# name -> (chapter, function, alt text)
+FIGURES = {
+    "sdpa_weights": ("sdpa", sdpa_weights,
+                     "Heatmap of the attention weights of 4 queries over 6 keys; each row sums to 1"),
+    "masks_alignment": ("masks", masks_alignment,
+                        "Causal masks for 3 queries and 6 keys: top-left alignment against bottom-right"),
+    "masks_kinds": ("masks", masks_kinds,
+                    "Four mask grids: padding, causal, their AND, and a mask whose first two rows see no key"),
+    "kv_cache": ("masks", kv_cache_growth,
+                 "The key/value cache after a prefill of 3 tokens and after each decoding step"),
+    "heads_split_merge": ("multi_head", heads_split_merge,
+                          "A 3 by 8 array split into 4 heads of 3 by 2 and merged back, coloured by head"),
+    "norm_axes": ("layer_norm", norm_axes,
+                  "LayerNorm normalises each row (sample); BatchNorm normalises each column (feature)"),
+    "sinusoidal_heatmap": ("positional", sinusoidal_heatmap,
+                           "Heatmap of the sinusoidal encoding: position against feature"),
+    "sinusoidal_curves": ("positional", sinusoidal_curves,
+                          "Four even columns of the sinusoidal encoding against position: slower waves for larger k"),
+    "rope_rotation": ("positional", rope_rotation,
+                      "RoPE rotates each feature pair by m times theta_i: two pairs at positions 0 to 7"),
+    "online_softmax_tiles": ("efficient", online_softmax_tiles,
+                             "Blocks of a 12 by 12 score matrix visited by chunked attention, without and with causal"),
+    "padded_batch": ("variable_length", padded_batch,
+                     "Three sequences of lengths 5, 3 and 7 padded to 7, and the key-padding mask of one of them"),
+    "precision_error": ("precision", precision_error,
+                        "Maximum error of the reference attention in float32, float16 and bfloat16 against "
+                        "float64, as the scores grow"),
+    "errors_shapes": ("errors", errors_shapes,
+                      "The shapes of Q, K, V, P and the output; sizes that must agree share a colour"),
+    "gradients_causal": ("gradients", gradients_causal,
+                         "Gradient of each output row with respect to each key/value row under a causal mask: "
+                         "zero above the diagonal and zero for the query that sees no key"),
+    "residual_blocks": ("residual", residual_blocks, "Post-LN and Pre-LN residual blocks side by side"),
+}
+
+
+def write_all(directory: Path = FIGURE_DIR) -> list[Path]:
+    """Draw every figure into `directory` as NAME.svg; returns the paths."""
+    import matplotlib
+
+    plt = _pyplot()
+    written = []
+    with matplotlib.rc_context(RC):
+        for name, (_, draw, _) in FIGURES.items():
+            written.append(draw(directory / f"{name}.svg"))
+    plt.close("all")
+    return written
+
+
+def markdown(name: str) -> str:
+    """The image line a chapter page uses for figure `name`."""
+    _, _, alt = FIGURES[name]
+    return f"![{alt}](assets/figures/{name}.svg)"
+
+
+if __name__ == "__main__":
+    target = Path(sys.argv[1]) if len(sys.argv) > 1 else FIGURE_DIR
+    for p in write_all(target):
+        print(p)
