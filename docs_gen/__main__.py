@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 from docs_gen import ARTIFACTS, DOCS, FRAGMENTS, ROOT, benchmarks, claims_pages, conformance, measurements
+from docs_gen import examples, figures
 from docs_gen.spec_source import load_catalogue
 
 SPEC_REPORT = ARTIFACTS / "spec-report.json"
@@ -160,6 +161,10 @@ def main(argv: list[str] | None = None) -> int:
 
     written = claims_pages.write_all(DOCS, FRAGMENTS)
     print(f"docs_gen: {len(written)} claim, pitfall and test-source pages", flush=True)
+    drawn = figures.write_all()  # deterministic: drawn from reference/ on every run
+    print(f"docs_gen: {len(drawn)} figures in {_shown(figures.FIGURE_DIR)}", flush=True)
+    ran = examples.write_all()  # each chapter's worked example, run and its output kept
+    print(f"docs_gen: {len(ran)} worked examples run into docs_gen/fragments/*.example.md", flush=True)
 
     chapters, catalogue = load_catalogue()
     if spec_report.exists():
