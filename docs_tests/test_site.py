@@ -178,3 +178,70 @@ def test_the_page_shows_what_it_is_for(visit):
         assert svgs, "the benchmarks page shows no plot"
         assert all(ok for src, ok in images), f"plots that did not load: {[s for s, ok in images if not ok]}"
         assert page.locator("article table").count() >= 1, "the benchmarks page shows no table"
+
+
+# ------------------------------------------------------------------------------------------------
+# Every chapter teaches by showing: a figure, a worked example with its output, and exercises that
+# name the claims checking them, each with its command and a collapsed hint.
+
+def _chapter_pages() -> list[str]:
+    import tomllib
+
+    with open(ROOT / "spec_tests" / "claims.toml", "rb") as f:
+        return [c["page"].removesuffix(".md") for c in tomllib.load(f)["chapter"]]
+
+
+@pytest.fixture(params=_chapter_pages(), scope="module")
+def chapter(request, browser, server):
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    response = page.goto(server + request.param + "/", wait_until="networkidle")
+    assert response is not None and response.ok, f"{request.param}: HTTP {response.status if response else '-'}"
+    yield request.param, page
+    context.close()
+
+
+def _section(page, title: str) -> dict | None:
+    """The h2 titled `title` and what follows it up to the next h2: its text, images and details boxes."""
+    return page.evaluate("""(title) => {
+        const h = [...document.querySelectorAll('article h2')].find(e => e.textContent.replace('¶', '').trim() === title);
+        if (!h) return null;
+        const out = {text: '', images: 0, details: 0, closed: 0, code: 0};
+        for (let e = h.nextElementSibling; e && e.tagName !== 'H2'; e = e.nextElementSibling) {
+            out.text += e.innerText + '\\n';
+            out.code += e.matches('pre') ? 1 : e.querySelectorAll('pre').length;
+            const ds = e.matches('details') ? [e] : [...e.querySelectorAll('details')];
+            out.details += ds.length;
+            out.closed += ds.filter(d => !d.open).length;
+        }
+        return out;
+    }""", title)
+
+
+def test_each_chapter_has_a_figure(chapter):
+    name, page = chapter
+    images = page.eval_on_selector_all(
+        "article img", "els => els.map(e => [e.getAttribute('src'), e.complete && e.naturalWidth > 0])")
+    figures = [src for src, ok in images if src and src.endswith(".svg")]
+    inline = page.locator("article figure svg").count()  # a drawing inlined in the page, not an icon
+    assert figures or inline, f"{name}: no figure (no <img> of an SVG, no inline <svg>) in the chapter"
+    broken = [src for src, ok in images if not ok]
+    assert not broken, f"{name}: images that did not load: {broken}"
+
+
+def test_each_chapter_has_a_worked_example(chapter):
+    name, page = chapter
+    section = _section(page, "Worked example")
+    assert section is not None, f"{name}: no section titled 'Worked example'"
+    assert section["code"] >= 2, f"{name}: the worked example should show its code and its printed output"
+    assert f"docs_gen/worked_examples/{name}.py" in section["text"], f"{name}: the example's file is not named"
+
+
+def test_each_chapter_has_exercises_with_commands_and_hints(chapter):
+    name, page = chapter
+    section = _section(page, "Exercises")
+    assert section is not None, f"{name}: no section titled 'Exercises'"
+    commands = re.findall(r"pytest --impl \S+ --claim [A-Z]+-\d+(?:,[A-Z]+-\d+)*", section["text"])
+    assert len(commands) >= 2, f"{name}: {len(commands)} exercise commands (`pytest --impl ... --claim ID`)"
+    assert section["details"] >= len(commands), f"{name}: {section['details']} hints for {len(commands)} exercises"
+    assert section["closed"] == section["details"], f"{name}: every hint should start collapsed"
