@@ -443,12 +443,12 @@ def errors_shapes(path: Path) -> Path:
     x0 = 0.0
     for label, (rows, cols) in shapes.items():
         ax.add_patch(Rectangle((x0, 0), cols, rows, facecolor="#F4F4F4", edgecolor="black"))
-        ax.text(x0 + cols / 2, rows + 0.35, label, ha="center", va="bottom", fontsize=10)
+        ax.text(x0 + cols / 2, rows + 0.35, label, ha="center", va="bottom", fontsize=11)
         ax.plot([x0 - 0.25] * 2, [0, rows], color=colour[rows], linewidth=4)  # rows, on the left
         ax.text(x0 - 0.35, rows / 2, f"${name[rows]}$", color=colour[rows], ha="right", va="center",
-                fontsize=9, rotation=90)
+                fontsize=11, rotation=90)
         ax.plot([x0, x0 + cols], [-0.3] * 2, color=colour[cols], linewidth=4)  # columns, below
-        ax.text(x0 + cols / 2, -0.55, f"${name[cols]}$", color=colour[cols], ha="center", va="top", fontsize=9)
+        ax.text(x0 + cols / 2, -0.55, f"${name[cols]}$", color=colour[cols], ha="center", va="top", fontsize=11)
         x0 += cols + 1.6
     ax.set_xlim(-1.2, x0 - 1.0)
     ax.set_ylim(-1.6, L_k + 1.2)
