@@ -227,6 +227,11 @@ def test_each_chapter_has_a_figure(chapter):
     assert figures or inline, f"{name}: no figure (no <img> of an SVG, no inline <svg>) in the chapter"
     broken = [src for src, ok in images if not ok]
     assert not broken, f"{name}: images that did not load: {broken}"
+    captions = page.eval_on_selector_all(
+        "article figcaption", "els => els.map(e => { const c = e.cloneNode(true); "
+        "c.querySelectorAll('code, .katex-mathml, annotation').forEach(x => x.remove()); return c.innerText; })")
+    raw = [c for c in captions if "$" in c or "`" in c or "\\" in c]
+    assert not raw, f"{name}: captions with raw TeX or backticks: {raw}"
 
 
 def test_each_chapter_has_a_worked_example(chapter):
