@@ -48,10 +48,29 @@ def _pyplot():
     return plt
 
 
+def drawn_with() -> str:
+    """The versions that decide an SVG's bytes (matplotlib writes it, Pillow encodes its heatmaps'
+    pixels, NumPy computes): recorded in each file, so that a comparison with a fresh drawing
+    knows whether a difference can mean anything."""
+    import matplotlib
+    import PIL
+
+    return f"drawn with matplotlib {matplotlib.__version__}, Pillow {PIL.__version__}, NumPy {np.__version__}"
+
+
+def recorded_versions(svg_text: str) -> str | None:
+    """The `drawn_with()` line recorded in an SVG written by this module."""
+    import re
+
+    m = re.search(r"drawn with matplotlib [^<]*", svg_text)
+    return m.group(0).strip() if m else None
+
+
 def _save(fig, path: Path) -> Path:
     plt = _pyplot()
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, format="svg", metadata={"Date": None}, bbox_inches="tight", pad_inches=0.05)
+    fig.savefig(path, format="svg", metadata={"Date": None, "Description": drawn_with()},
+                bbox_inches="tight", pad_inches=0.05)
     plt.close(fig)
     return path
 
@@ -409,7 +428,8 @@ def precision_error(path: Path) -> Path:
             exact = scaled_dot_product_attention(q * s, k, v)
             low = [in_numpy_dtype(t, dtype) for t in (q * s, k, v)]
             seen = np.asarray(scaled_dot_product_attention(*low), dtype=np.float64)
-            errs.append(np.abs(seen - exact).max())
+            err = np.abs(seen - exact).max()
+            errs.append(float(f"{err:.2g}"))  # the plot is log-scale: two digits are all it shows
         ax.plot(spreads, errs, marker=mark, color=c, label=dtype)
         ax.axhline(EPS[dtype], color=c, linestyle=":", linewidth=1)
         ax.text(spreads[-1], EPS[dtype] * 0.8, f"$\\epsilon$ of {dtype}", color=c, ha="right", va="top", fontsize=9)
@@ -539,6 +559,11 @@ def residual_blocks(path: Path) -> Path:
     fig.text(0.5, 0.06, "orange: the residual (skip) connection", ha="center", fontsize=9, color="#D55E00")
     return _save(fig, path)
 
+
+# Figures whose numbers depend on the CPU (float32 exp() and summation order differ between
+# machines by an ulp or two): drawing them twice on one machine gives the same bytes, but the
+# committed copy is not compared with a drawing made elsewhere.
+MACHINE_DEPENDENT = {"precision_error"}
 
 # name -> (chapter, function, alt text)
 FIGURES = {

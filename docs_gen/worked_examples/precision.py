@@ -16,4 +16,7 @@ q, k, v = (rng.standard_normal((4, 8)) for _ in range(3))
 exact = scaled_dot_product_attention(q, k, v)
 for dtype in (np.float32, np.float16):
     out = scaled_dot_product_attention(q.astype(dtype), k.astype(dtype), v.astype(dtype))
-    print(f"{np.dtype(dtype).name}: output dtype {out.dtype}, max error {np.abs(out - exact).max():.2e}")
+    err, eps = np.abs(out - exact).max(), np.finfo(dtype).eps
+    # The exact error depends on the CPU's exp() and summation order; its size does not.
+    print(f"{np.dtype(dtype).name}: output dtype {out.dtype}, max error between eps/10 and 10 eps:",
+          bool(eps / 10 < err < 10 * eps))

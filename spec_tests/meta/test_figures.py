@@ -37,10 +37,18 @@ def test_figures_are_byte_stable(drawn_twice):
 
 
 def test_committed_figures_are_current(drawn_twice):
+    """The committed SVGs equal a fresh drawing, when the same library versions draw it (each SVG
+    records them); a figure whose numbers depend on the CPU is only required to exist."""
     first, _ = drawn_twice
-    stale = [n for n in figures.FIGURES
-             if not (figures.FIGURE_DIR / f"{n}.svg").is_file()
-             or (figures.FIGURE_DIR / f"{n}.svg").read_bytes() != (first / f"{n}.svg").read_bytes()]
+    missing = [n for n in figures.FIGURES if not (figures.FIGURE_DIR / f"{n}.svg").is_file()]
+    assert not missing, f"docs/assets/figures/ lacks {missing}: run `python -m docs_gen`"
+    here = figures.drawn_with()
+    elsewhere = {figures.recorded_versions((figures.FIGURE_DIR / f"{n}.svg").read_text()) for n in figures.FIGURES}
+    if elsewhere != {here}:
+        pytest.skip(f"the committed figures were {sorted(map(str, elsewhere))}; this is {here}: "
+                    "their bytes can differ without any change in the reference")
+    stale = [n for n in figures.FIGURES if n not in figures.MACHINE_DEPENDENT
+             and (figures.FIGURE_DIR / f"{n}.svg").read_bytes() != (first / f"{n}.svg").read_bytes()]
     assert not stale, f"docs/assets/figures/ differs from a fresh drawing for {stale}: run `python -m docs_gen`"
 
 
