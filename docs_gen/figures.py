@@ -387,22 +387,15 @@ def online_softmax_tiles(path: Path) -> Path:
 
 def padded_batch(path: Path) -> Path:
     """Three sequences of lengths 5, 3, 7 padded to L = 7: the key-padding mask padding_mask(lengths, 7)."""
-    from matplotlib.colors import ListedColormap
-
     from reference import padding_mask
 
     plt = _pyplot()
     lengths, L = [5, 3, 7], 7
     keep = padding_mask(lengths, L)[:, 0, 0, :]  # (B, L)
     seq = np.broadcast_to(keep[1], (L, L))  # sequence 1's mask, broadcast over its queries
-    fig, axes = plt.subplots(1, 2, figsize=(5.2, 2.9), gridspec_kw={"width_ratios": [1, 1]})
-    ax = axes[0]
-    ax.imshow(keep.astype(float), cmap=ListedColormap([HIDDEN, SEEN]), vmin=0, vmax=1, aspect="equal")
-    ax.set_xticks(range(L))
-    ax.set_yticks(range(len(lengths)), [f"{b}: $n_{b}={n}$" for b, n in enumerate(lengths)])
-    ax.set_xlabel("position $j$")
-    ax.set_title("the batch $(B, L) = (3, 7)$,\ngrey = pad")
-    ax.tick_params(length=0)
+    fig, axes = plt.subplots(1, 2, figsize=(5.2, 2.9))
+    _grid(axes[0], keep, "the batch $(B, L) = (3, 7)$,\ngrey = pad", xlabel="position $j$", ylabel="")
+    axes[0].set_yticks(range(len(lengths)), [f"{b}: $n_{b}={n}$" for b, n in enumerate(lengths)])
     _grid(axes[1], seq, "sequence 1, broadcast\nover its queries", ylabel="query $i$")
     fig.tight_layout(w_pad=1.5)
     return _save(fig, path)
