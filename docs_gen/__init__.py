@@ -20,8 +20,10 @@ What it reads:
 
 What it writes: fragments that the hand-written chapter pages include by snippet
 (docs_gen/fragments/), and whole generated pages (docs/conformance.md, docs/benchmarks.md,
-docs/bugs.md, docs/source/*.md, docs/assets/benchmarks/*.svg). Nothing here runs at build
-time: MkDocs only reads what this wrote (no `hooks:`, which Zensical does not run).
+docs/bugs.md, docs/source/*.md, docs/assets/benchmarks/*.svg). On every run it also draws the
+chapters' figures from reference/ (docs/assets/figures/*.svg, figures.py) and runs each chapter's
+worked example, keeping its printed output (docs_gen/fragments/*.example.md, examples.py). Nothing
+here runs at build time: MkDocs only reads what this wrote (no `hooks:`, which Zensical does not run).
 """
 
 from pathlib import Path
