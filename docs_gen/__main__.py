@@ -182,12 +182,12 @@ def main(argv: list[str] | None = None) -> int:
                    help="rerun the suite against each known bug (or those named) for the failure message its "
                         "card shows, into docs_gen/fragments/bugs/ (minutes)")
     args = p.parse_args(argv)
+    if args.katex:
+        install_katex()
     if args.check:
         return check()
     spec_report, bench_json = args.spec_report.resolve(), args.benchmark_json.resolve()
 
-    if args.katex:
-        install_katex()
     spec_cmd = bench_cmd = None
     if args.run:
         spec_cmd = run_spec(spec_report, args.spec_impl, keep_measurements=bool(args.merge_report))

@@ -10,7 +10,7 @@ import re
 from docs_gen import FRAGMENTS as FRAGMENTS_DIR
 from docs_gen import GENERATED_NOTE, write_output
 from docs_gen.bug_feedback import FEEDBACK_DIR
-from docs_gen.mathtext import plain, prose, rich
+from docs_gen.mathtext import cite, plain, prose, rich
 from docs_gen.spec_source import (Chapter, Claim, Mutant, SpecTest, load_catalogue, module_doc, read_mutants,
                                   read_tests, rel, tests_by_claim)
 
@@ -171,7 +171,7 @@ def source_page(chapter: Chapter, claims: dict[str, Claim]) -> str:
         return "\n".join(out)
     doc = module_doc(chapter.path)
     if doc:
-        out += ["```text", *doc.splitlines(), "```", ""]
+        out += ["```text", *cite(doc).splitlines(), "```", ""]
     run = f"pytest --impl PATH --chapter {chapter.id}"
     out += [f"Run this chapter against your file: `{run}`.", ""]
     for t in read_tests(chapter.path):

@@ -84,7 +84,13 @@ def _tex(match: re.Match, replacement: str) -> str:
 
 # The lecture notes the project started from, cited as the Sources page names them (docs/sources.md).
 _CITATIONS = [(re.compile(r"\b[Ss]eed 000\b"), "lecture note 1"), (re.compile(r"\b[Ss]eed 001\b"), "lecture note 2"),
-              (re.compile(r"\bthe seeds\b"), "the lecture notes"), (re.compile(r"\bseed notes\b"), "lecture notes")]
+              (re.compile(r"\bthe seeds\b"), "the lecture notes"), (re.compile(r"\bseed notes\b"), "lecture notes"),
+              (re.compile(r"\bthe seed's\b"), "lecture note 2's"),
+              (re.compile(r"\(DESIGN\.md, \"Comparing numbers\"\)"), "(CONTRACT.md, tolerance)"),
+              (re.compile(r"\bthe rule of DESIGN\.md\b"), "the contract's rule"),
+              (re.compile(r"\brule of DESIGN\.md\b"), "rule of the contract"),
+              (re.compile(r"\bDESIGN\.md's rule\b"), "the contract's rule"),
+              (re.compile(r"\bDESIGN\.md\b"), "the contract (CONTRACT.md)")]
 
 
 def cite(s: str) -> str:
