@@ -340,3 +340,66 @@ def test_mask_explorer_matches_the_reference(browser, server, L_q, L_k, lengths,
         assert not errors, f"uncaught errors: {errors}"
     finally:
         context.close()
+
+
+# ---------------------------------------------------------------- the product stands on its own
+
+PAPERS = ["1706.03762", "1607.06450", "2002.04745", "2205.14135", "2112.05682", "2104.09864", "1910.10683",
+          "2108.12409", "2305.13245", "2006.04768", "2009.14794", "2001.04451", "2004.05150"]
+# Citations a reader cannot follow: files outside the repository, and the lecture notes by their old
+# working name instead of "lecture note 1/2" (the Sources page).
+UNFOLLOWABLE = re.compile(r"\bseed (?:0\d\d|notes?)\b|\bthe seeds\b|\bseed's\b|DESIGN\.md|\.\./shared|CLAIMS\.md", re.I)
+
+
+def _visible_html_text(path: Path) -> str:
+    """A built page's text outside code blocks and scripts (code may quote anything)."""
+    html = path.read_text(encoding="utf-8")
+    html = re.sub(r"<(pre|script|style|code)\b.*?</\1>", " ", html, flags=re.S | re.I)
+    return re.sub(r"<[^>]+>", " ", html)
+
+
+def test_no_page_cites_what_a_reader_cannot_follow():
+    if not (SITE / "index.html").is_file():
+        pytest.fail(f"no built site at {SITE}")
+    found = {}
+    for page in sorted(SITE.rglob("*.html")):
+        if "assets" in page.parts:
+            continue
+        hits = sorted(set(UNFOLLOWABLE.findall(_visible_html_text(page))))
+        if hits:
+            found[str(page.relative_to(SITE))] = hits
+    assert not found, f"pages citing files a reader does not have, or 'seed' for a lecture note: {found}"
+
+
+def test_sources_and_contract_pages(browser, server):
+    context, page, errors = _open(browser, server, "sources.html", {"width": 1280, "height": 900}, "sources")
+    try:
+        hrefs = page.eval_on_selector_all("article a", "els => els.map(e => e.getAttribute('href'))")
+        missing = [p for p in PAPERS if not any(h and f"arxiv.org/abs/{p}" in h for h in hrefs)]
+        assert not missing, f"the Sources page does not link these papers: {missing}"
+        for anchor in ("lecture-note-1", "lecture-note-2", "vaswani-2017"):
+            assert page.locator(f"#{anchor}").count() == 1, f"the Sources page has no #{anchor} to cite"
+    finally:
+        context.close()
+    context, page, errors = _open(browser, server, "contract.html", {"width": 1280, "height": 900}, "contract")
+    try:
+        body = page.inner_text("article")
+        for words in ("scaled_dot_product_attention", "bottom-right", "ValueError", "BACKEND", "float64"):
+            assert words in body, f"the contract page does not mention {words!r}"
+        assert page.locator(".md-source, a[href*='github.com']").count() >= 1, "no link to the repository"
+    finally:
+        context.close()
+
+
+def test_site_opens_from_disk(browser):
+    """file://: the built pages link to page.html files, so the site works without a server."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    try:
+        page.goto((SITE / "index.html").resolve().as_uri(), wait_until="load")
+        page.locator("article a[href='sdpa.html']").first.click()
+        page.wait_for_load_state("load")
+        assert page.url.endswith("/sdpa.html"), f"following a link from disk led to {page.url}"
+        page.wait_for_function("() => document.querySelectorAll('.arithmatex .katex').length > 5", timeout=15_000)
+    finally:
+        context.close()
