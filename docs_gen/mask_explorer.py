@@ -78,5 +78,7 @@ def reference_weights(L_q: int, L_k: int, lengths: list[int], alignment: str) ->
     mask = padding_mask(lengths, L_k)[:, 0]  # (B, 1, L_k)
     if alignment == "top-left":  # PyTorch's is_causal for L_q != L_k: j <= i
         mask = mask & (np.arange(L_k)[None, :] <= np.arange(L_q)[:, None])
-    return reference.attention_weights(q[None, :L_q], k[None, :L_k], mask=mask,
-                                       is_causal=alignment == "bottom-right")
+    B = len(lengths)
+    qb = np.repeat(q[None, :L_q], B, axis=0)  # (B, L_q, D): the same queries for every sequence
+    kb = np.repeat(k[None, :L_k], B, axis=0)  # (B, L_k, D)
+    return reference.attention_weights(qb, kb, mask=mask, is_causal=alignment == "bottom-right")

@@ -125,12 +125,19 @@
         var box = el("div", { "class": "mx-batch" });
         box.appendChild(el("div", { "class": "mx-caption" },
           "sequence " + b + ": " + n + " real key" + (n === 1 ? "" : "s") + " of " + lk + ", causal " + align.value));
-        box.appendChild(table("visible", b, grid, function (v, i, j) {
+        var pair = el("div", { "class": "mx-pair" });
+        var left = el("div"), right = el("div");
+        left.appendChild(el("div", { "class": "mx-caption" }, "may attend (query i down, key j across)"));
+        right.appendChild(el("div", { "class": "mx-caption" }, "attention weights P[i][j]"));
+        pair.appendChild(left);
+        pair.appendChild(right);
+        box.appendChild(pair);
+        left.appendChild(table("visible", b, grid, function (v, i, j) {
           return { attrs: { "class": v ? "mx-on" : "mx-off", "data-visible": v ? "1" : "0",
                             title: "query " + i + ", key " + j + (v ? ": visible" : ": hidden") },
                    text: v ? "\u2713" : "\u00b7" };
         }));
-        box.appendChild(table("weights", b, p, function (v, i, j) {
+        right.appendChild(table("weights", b, p, function (v, i, j) {
           return { attrs: { "data-weight": String(v), title: "P[" + i + "][" + j + "] = " + v },
                    text: v === 0 ? "0" : v.toFixed(3) };
         }));
