@@ -304,7 +304,7 @@ def test_bug_cards_show_real_feedback(browser, server):
         feedback = page.locator("article .admonition.bug details.failure pre").count()
         assert cards >= 20, f"only {cards} bug cards"
         assert feedback >= cards * 0.9, f"only {feedback} of {cards} cards show the failure message a learner gets"
-        first = page.locator("article .admonition.bug details.failure pre").first.inner_text()
+        first = page.locator("article .admonition.bug details.failure pre").first.text_content()
         assert "does not hold" in first and "reproduce" in first, f"not a failure message of the suite: {first[:300]}"
     finally:
         context.close()
