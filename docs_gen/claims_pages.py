@@ -145,7 +145,7 @@ def _bug_admonition(m: Mutant, claims: dict[str, Claim], link_prefix: str, feedb
                   f'    --8<-- "{rel(m.path)}:{start}:{end}"', "    ```", ""]
     fb = FEEDBACK_DIR / f"{m.name}.feedback.md"
     if feedback and fb.exists():
-        lines += ['    ??? failure "What you see when your code has this bug"', "",
+        lines += ['    ???+ failure "What you see when your code has this bug"', "",
                   f'        --8<-- "{rel(fb)}"', ""]
     elif not feedback:
         lines += [f"    The failure message this bug produces, and every claim it fails:"
