@@ -392,6 +392,8 @@ def test_sources_and_contract_pages(browser, server):
         hrefs = page.eval_on_selector_all("article a", "els => els.map(e => e.getAttribute('href'))")
         missing = [p for p in PAPERS if not any(h and f"arxiv.org/abs/{p}" in h for h in hrefs)]
         assert not missing, f"the Sources page does not link these papers: {missing}"
+        raw = RAW_TEX.findall(page.evaluate(_TEXT_OUTSIDE_CODE, "article"))
+        assert not raw, f"sources: raw TeX left in the text: {raw[:5]}"
         for anchor in ("lecture-note-1", "lecture-note-2", "vaswani-2017"):
             assert page.locator(f"#{anchor}").count() == 1, f"the Sources page has no #{anchor} to cite"
     finally:
@@ -402,6 +404,9 @@ def test_sources_and_contract_pages(browser, server):
         for words in ("scaled_dot_product_attention", "bottom-right", "ValueError", "BACKEND", "float64"):
             assert words in body, f"the contract page does not mention {words!r}"
         assert page.locator(".md-source, a[href*='github.com']").count() >= 1, "no link to the repository"
+        raw = RAW_TEX.findall(page.evaluate(_TEXT_OUTSIDE_CODE, "article"))
+        assert not raw, f"contract: raw TeX left in the text: {raw[:5]}"
+        assert page.locator("article .katex").count() >= 2, "the contract's formulas are not typeset"
     finally:
         context.close()
 
