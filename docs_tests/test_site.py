@@ -249,6 +249,11 @@ def test_chapter_on_a_phone(browser, server, chapter):
         })""", want)
         assert sorted(typeset) == sorted(want), (f"{chapter}: claims whose heading should show typeset math but "
                                                  f"does not: {sorted(set(want) - set(typeset))}")
+        cut = page.evaluate("""() => [...document.querySelectorAll('article .katex-display')]
+            .filter(k => k.scrollWidth > k.clientWidth + 1
+                         && !['auto', 'scroll'].includes(getComputedStyle(k).overflowX))
+            .map(k => k.textContent.slice(0, 60))""")
+        assert not cut, f"{chapter}: display equations cut off on a phone (wider than the screen, not scrollable): {cut}"
         width = page.evaluate("() => [document.documentElement.scrollWidth, window.innerWidth]")
         assert width[0] <= width[1], (f"{chapter}: the page is {width[0]} px wide on a {width[1]} px screen "
                                       "(something overflows instead of scrolling inside its box)")
