@@ -11,8 +11,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from docs_gen import ARTIFACTS, DOCS, FRAGMENTS, ROOT, benchmarks, claims_pages, conformance, measurements
-from docs_gen import examples, figures
+import docs_gen
+from docs_gen import (ARTIFACTS, DOCS, FRAGMENTS, ROOT, benchmarks, bug_feedback, claims_pages, conformance,
+                      examples, figures, mask_explorer, measurements)
 from docs_gen.spec_source import load_catalogue
 
 SPEC_REPORT = ARTIFACTS / "spec-report.json"
@@ -28,6 +29,9 @@ BENCH_ARGS = ["-q", "-p", "no:cacheprovider", "--benchmark-only", "--no-claim-su
 # `per_head_loop` are written to be read, and their speed is nobody's claim.
 BENCH_IMPLS = "numpy_fast,numpy_chunked,torch_naive,torch_sdpa,torch_chunked"
 KATEX_FILES = ["katex.min.js", "katex.min.css", "fonts", "contrib/auto-render.min.js"]
+# Written by --katex and included by docs/index.md (snippets with check_paths): a build whose
+# KaTeX step was skipped fails there, under --strict, instead of showing raw TeX.
+KATEX_STAMP = DOCS / "assets" / "katex" / "VERSION.txt"
 
 
 def _shown(path: Path) -> str:
@@ -59,6 +63,9 @@ def run_spec(path: Path, impls: str = SPEC_IMPLS, keep_measurements: bool = Fals
         print("\n".join(lines[-40:]), flush=True)
         raise SystemExit(f"docs_gen: the suite wrote no report (pytest exit code {code})")
     _command_file(path).write_text(shlex.join(args) + "\n")
+    doc = json.loads(path.read_text())
+    doc.setdefault("commit", conformance.current_commit())  # the commit this run measured
+    path.write_text(json.dumps(doc, indent=1))
     return shlex.join(args)
 
 
@@ -118,8 +125,31 @@ def install_katex() -> Path:
             shutil.copytree(src, dst)
         else:
             shutil.copy2(src, dst)
-    print(f"docs_gen: KaTeX copied to {target.relative_to(ROOT)}", flush=True)
+    version = json.loads((dist.parent / "package.json").read_text())["version"]
+    KATEX_STAMP.write_text(f"KaTeX {version}\n", encoding="utf-8")
+    print(f"docs_gen: KaTeX {version} copied to {target.relative_to(ROOT)}", flush=True)
     return target
+
+
+def check() -> int:
+    """--check: every deterministic page and fragment regenerated in memory and compared."""
+    docs_gen.STALE = []
+    claims_pages.write_all(DOCS, FRAGMENTS)
+    for path, content in mask_explorer.outputs().items():
+        docs_gen.write_output(path, content)
+    examples.write_all()  # each chapter's worked example, re-run (figures: spec_tests/meta/test_figures.py)
+    stale, docs_gen.STALE = docs_gen.STALE, None
+    problems = [f"  {_shown(p)}" for p in stale]
+    if problems:
+        print("docs_gen --check: these generated files differ from what `python -m docs_gen` writes now:\n"
+              + "\n".join(problems) + "\nRun `python -m docs_gen` and commit the result.", flush=True)
+    if not KATEX_STAMP.exists():
+        print(f"docs_gen --check: no KaTeX in {_shown(KATEX_STAMP.parent)}: run `python -m docs_gen --katex` "
+              "before `mkdocs build` (the site's math needs it).", flush=True)
+    ok = not problems and KATEX_STAMP.exists()
+    if ok:
+        print("docs_gen --check: every generated page and fragment is current; KaTeX is installed", flush=True)
+    return 0 if ok else 1
 
 
 def _recorded_command(path: Path) -> str | None:
@@ -146,11 +176,19 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--no-bench", action="store_true",
                    help="with --run: run the suite only; docs/benchmarks.md comes from --benchmark-json if it "
                         "exists, else stays as committed")
+    p.add_argument("--check", action="store_true",
+                   help="write nothing: fail (exit 1) if a deterministic generated page or fragment differs "
+                        "from what would be written now, or if KaTeX is missing")
+    p.add_argument("--bug-feedback", nargs="*", metavar="NAME",
+                   help="rerun the suite against each known bug (or those named) for the failure message its "
+                        "card shows, into docs_gen/fragments/bugs/ (minutes)")
     args = p.parse_args(argv)
-    spec_report, bench_json = args.spec_report.resolve(), args.benchmark_json.resolve()
-
     if args.katex:
         install_katex()
+    if args.check:
+        return check()
+    spec_report, bench_json = args.spec_report.resolve(), args.benchmark_json.resolve()
+
     spec_cmd = bench_cmd = None
     if args.run:
         spec_cmd = run_spec(spec_report, args.spec_impl, keep_measurements=bool(args.merge_report))
@@ -159,7 +197,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.merge_report:
         spec_cmd = merge_reports(spec_report, [m.resolve() for m in args.merge_report])
 
+    if args.bug_feedback is not None:
+        bug_feedback.run(args.bug_feedback or None)
     written = claims_pages.write_all(DOCS, FRAGMENTS)
+    for path, content in mask_explorer.outputs().items():
+        written.append(docs_gen.write_output(path, content))
     print(f"docs_gen: {len(written)} claim, pitfall and test-source pages", flush=True)
     drawn = figures.write_all()  # deterministic: drawn from reference/ on every run
     print(f"docs_gen: {len(drawn)} figures in {_shown(figures.FIGURE_DIR)}", flush=True)

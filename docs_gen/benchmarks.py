@@ -146,7 +146,7 @@ def render(data: dict, assets: Path, assets_rel: str, source: str, command: str 
     cpu = machine.get("cpu", {})
     commit = data.get("commit_info", {})
     out = [GENERATED_NOTE.format(source=source), "", "# Benchmarks", ""]
-    out += ["Speed and memory are measured here, not asserted in the tests (DESIGN.md, \"Performance\").",
+    out += ["Speed and memory are measured here, not asserted in the tests.",
             "Each number is pytest-benchmark's median over its rounds; GFLOP/s counts the forward pass's",
             "floating-point operations (for attention `4·B·H·L_q·L_k·d`, halved for causal) over that median;",
             "peak memory is the extra memory the call allocated at its peak, as the benchmark measured it.",

@@ -5,7 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from docs_gen import GENERATED_NOTE
+import re
+
+from docs_gen import FRAGMENTS as FRAGMENTS_DIR
+from docs_gen import GENERATED_NOTE, write_output
+from docs_gen.bug_feedback import FEEDBACK_DIR
+from docs_gen.mathtext import cite, plain, prose, rich
 from docs_gen.spec_source import (Chapter, Claim, Mutant, SpecTest, load_catalogue, module_doc, read_mutants,
                                   read_tests, rel, tests_by_claim)
 
@@ -17,13 +22,39 @@ def text(s: str) -> str:
     return " ".join(s.split()).translate(_ESCAPE)
 
 
-def source_words(source: str) -> str:
-    """claims.toml's `source` as a reader wants it: `000 §2` is seed 000's section 2."""
-    if source == "beyond":
-        return "beyond the seeds (the notes point at it; the product covers it)"
-    if source == "DESIGN.md":
-        return "the implementation contract"
-    return f"seed notes {text(source)}"
+# Where a claim's `source` in claims.toml points, on the site: the Sources page explains each
+# citation (the two lecture notes, the papers); the contract page holds the implementation contract.
+SOURCE_LINKS = {
+    "beyond the lecture notes": "sources.md",
+    "lecture note 1": "sources.md#lecture-note-1",
+    "lecture note 2": "sources.md#lecture-note-2",
+    "the implementation contract": "contract.md",
+    "Vaswani et al. 2017": "sources.md#vaswani-2017",
+    "Ba et al. 2016": "sources.md#ba-2016",
+    "Xiong et al. 2020": "sources.md#xiong-2020",
+    "Rabe and Staats 2021": "sources.md#rabe-2021",
+    "Dao et al. 2022": "sources.md#dao-2022",
+    "Su et al. 2021": "sources.md#su-2021",
+    "Raffel et al. 2020": "sources.md#raffel-2020",
+    "Press et al. 2022": "sources.md#press-2022",
+    "Ainslie et al. 2023": "sources.md#ainslie-2023",
+    "Beltagy et al. 2020": "sources.md#beltagy-2020",
+    "Wang et al. 2020": "sources.md#wang-2020",
+    "Choromanski et al. 2021": "sources.md#choromanski-2021",
+    "Kitaev et al. 2020": "sources.md#kitaev-2020",
+}
+_SOURCE_RX = re.compile("|".join(re.escape(k) for k in sorted(SOURCE_LINKS, key=len, reverse=True)))
+
+
+def source_words(source: str, prefix: str = "") -> str:
+    """claims.toml's `source` as a reader follows it: each lecture note, paper or the contract linked
+    to the Sources page (or the contract page), the rest as text."""
+    out, i = [], 0
+    for m in _SOURCE_RX.finditer(source):
+        out += [plain(source[i:m.start()]), f"[{m.group(0)}]({prefix}{SOURCE_LINKS[m.group(0)]})"]
+        i = m.end()
+    out.append(plain(source[i:]))
+    return "".join(out).replace(" ; ", "; ")
 
 
 def claims_fragment(chapter: Chapter, claims: dict[str, Claim], by_claim: dict[str, list[SpecTest]]) -> str:
@@ -36,14 +67,14 @@ def claims_fragment(chapter: Chapter, claims: dict[str, Claim], by_claim: dict[s
                 "    link their tests as soon as the module lands.", ""]
     for c in mine:
         tests = by_claim.get(c.id, [])
-        out += [f"### {c.id}: {text(c.summary)} {{ #{c.anchor} }}", "", text(c.statement), ""]
+        out += [f"### {c.id}: {rich(c.summary)} {{ #{c.anchor} }}", "", rich(c.statement), ""]
         out += [f"*Source:* {source_words(c.source)}."]
         if tests:
             out += [f"*Enforced by* {len(tests)} test{'s' if len(tests) > 1 else ''}:", ""]
             for t in tests:
                 page = _source_page_of(t)
                 line = f"- [`{t.name}`]({page}#{t.anchor})"
-                out.append(line + (f": {text(t.doc)}" if t.doc else ""))
+                out.append(line + (f": {prose(t.doc)}" if t.doc else ""))
         else:
             out += ["", "!!! warning \"Not yet enforced\"",
                     f"    No test carries `@claim(\"{c.id}\")` yet. Until one does, this claim is a statement,",
@@ -67,23 +98,60 @@ def pitfalls_fragment(chapter: Chapter, claims: dict[str, Claim], mutants: list[
     return "\n".join(out).rstrip() + "\n"
 
 
-def _bug_admonition(m: Mutant, claims: dict[str, Claim], link_prefix: str) -> list[str]:
+# Words of a known bug's name as a reader says them (`layer_norm_eps_outside_sqrt` is
+# "LayerNorm: eps outside sqrt").
+_NAME_WORDS = {"sqrt d model": "sqrt(d_model)", "sqrt num heads": "sqrt(num_heads)", "nan": "NaN",
+               "sin cos": "sin/cos", "top left": "top-left", "feature major": "feature-major",
+               "layer norm": "LayerNorm", "mha": "multi-head attention", "pe": "positional encoding",
+               "kv": "K/V", "gqa": "GQA", "t5": "T5", "rope": "RoPE", "sqrt": "the square root",
+               "seed code": "the lecture note's code", "1e 6": "1e-6", "d model": "d_model", "of v": "of V",
+               "float16": "float16", "num heads": "num_heads", "eps": "eps"}
+
+
+def readable_name(name: str) -> str:
+    """A known bug's file name as a heading: `layer_norm_eps_outside_sqrt` -> "LayerNorm: eps outside the square root"."""
+    words = " " + name.replace("_", " ") + " "
+    for k, v in _NAME_WORDS.items():
+        words = words.replace(f" {k} ", f" {v} ")
+    words = words.strip()
+    for lead in ("LayerNorm", "multi-head attention", "positional encoding", "GQA", "T5", "RoPE"):
+        if words.startswith(lead + " ") and not words.startswith(lead + ":"):
+            words = lead + ":" + words[len(lead):]
+    return words if words.startswith("d_") else words[0].upper() + words[1:]
+
+
+def bug_anchor(m: Mutant) -> str:
+    return m.name.replace("_", "-")
+
+
+def _bug_admonition(m: Mutant, claims: dict[str, Claim], link_prefix: str, feedback: bool = False,
+                    fails_table: bool = False) -> list[str]:
+    """One known bug as a card: what it is, the claim that catches it and why, its code; on the bugs
+    page also the failure message a learner gets for it (from a real run) and the claims it fails."""
     claim = claims.get(m.caught_by)
     where = f"[{m.caught_by}]({link_prefix}{_chapter_pages()[claim.chapter]}#{claim.anchor})" if claim else m.caught_by
-    title = m.name.replace("_", " ").capitalize()
-    lines = [f'!!! bug "{title}"', ""]
-    lines += [f"    **The bug:** {text(m.bug)}.", "", f"    **Caught by** {where} (mutant `impls/mutants/{m.name}.py`).", ""]
+    lines = [f'!!! bug "{readable_name(m.name)}"', ""]
+    lines += [f"    **The bug:** {prose(m.bug)}.", "", f"    **Caught by** {where} (`impls/mutants/{m.name}.py`).", ""]
     if m.doc:  # its first paragraph says what BUG says; the rest says why the claim catches it
         for para in m.doc.split("\n\n")[1:]:
             para = " ".join(para.split())
             lead = f"Caught by {m.caught_by}:"
             if para.startswith(lead):  # the line above already names the claim; say what this paragraph is
-                lines += ["    **Why it fails the claim:** " + text(para[len(lead):].strip()), ""]
+                lines += ["    **Why it fails the claim:** " + prose(para[len(lead):].strip()), ""]
             else:
-                lines += ["    " + text(para), ""]
+                lines += ["    " + prose(para), ""]
     for fname, start, end in m.spans:
         lines += [f'    ```python title="impls/mutants/{m.name}.py: {fname}"',
                   f'    --8<-- "{rel(m.path)}:{start}:{end}"', "    ```", ""]
+    fb = FEEDBACK_DIR / f"{m.name}.feedback.md"
+    if feedback and fb.exists():
+        lines += ['    ???+ failure "What you see when your code has this bug"', "",
+                  f'        --8<-- "{rel(fb)}"', ""]
+    elif not feedback:
+        lines += [f"    The failure message this bug produces, and every claim it fails:"
+                  f" [Common bugs]({link_prefix}bugs.md#{bug_anchor(m)}).", ""]
+    if fails_table:
+        lines += [f"    Every claim this bug fails: [the table below](#claims-each-bug-fails).", ""]
     return lines
 
 
@@ -103,14 +171,14 @@ def source_page(chapter: Chapter, claims: dict[str, Claim]) -> str:
         return "\n".join(out)
     doc = module_doc(chapter.path)
     if doc:
-        out += ["```text", *doc.splitlines(), "```", ""]
+        out += ["```text", *cite(doc).splitlines(), "```", ""]
     run = f"pytest --impl PATH --chapter {chapter.id}"
     out += [f"Run this chapter against your file: `{run}`.", ""]
     for t in read_tests(chapter.path):
         links = ", ".join(f"[{cid}](../{_claim_page(cid, claims)}#{cid.lower()})" for cid in t.claims) or "none"
         out += [f"## `{t.name}` {{ #{t.anchor} }}", "", f"*Claims:* {links}", ""]
         if t.doc:
-            out += [text(t.doc), ""]
+            out += [prose(t.doc), ""]
         out += [f'```python title="spec_tests/{chapter.module}, lines {t.start}-{t.end}"',
                 f'--8<-- "spec_tests/{chapter.module}:{t.start}:{t.end}"', "```", ""]
     return "\n".join(out).rstrip() + "\n"
@@ -122,28 +190,44 @@ def _claim_page(cid: str, claims: dict[str, Claim]) -> str:
 
 
 def bugs_page(claims: dict[str, Claim], mutants: list[Mutant]) -> str:
-    """docs/bugs.md: the whole catalogue, grouped by the chapter whose claim catches each bug."""
+    """docs/bugs.md: the whole catalogue, grouped by the chapter whose claim catches each bug: an index
+    by chapter, then one card per bug with the failure message a learner gets for it."""
     chapters, _ = load_catalogue()
-    out = [GENERATED_NOTE.format(source="impls/mutants/"), "", "# Common bugs", ""]
-    out += [f"The suite's own test of itself: {len(mutants)} implementations, each correct but for **one** bug",
-            "of the kind learners (and seed notes) really write. Each names the claim whose tests must",
-            "catch it; `spec_tests/meta/test_mutants.py` runs the suite against every one and fails unless",
-            "each is caught by that claim. Read them as a list of what goes wrong, and of how you will",
-            "recognise it in your own code: the claim that fails points at the bug.", ""]
-    out += ["| bug | caught by | mutant |", "| --- | --- | --- |"]
-    for m in mutants:
-        c = claims.get(m.caught_by)
-        link = f"[{m.caught_by}]({chapters[c.chapter].page}#{c.anchor})" if c else m.caught_by
-        out.append(f"| {text(m.bug)} | {link} | [`{m.name}`](#{m.name.replace('_', '-')}) |")
-    out.append("")
-    for ch in chapters.values():
-        mine = [m for m in mutants if m.caught_by in claims and claims[m.caught_by].chapter == ch.id]
+    fails = FRAGMENTS_DIR / "bugs.claims_failed.md"
+    out = [GENERATED_NOTE.format(source="impls/mutants/ and runs of the suite against them"), "", "# Common bugs", ""]
+    out += [f"{len(mutants)} implementations, each correct but for **one** bug of the kind learners (and",
+            "the lecture notes' own code) really write. Each card says what the bug is, which claim catches",
+            "it and why, shows the buggy code, and shows the failure message the suite prints for it, taken",
+            "from a real run (`python -m docs_gen --bug-feedback` refreshes them). `spec_tests/meta/test_mutants.py`",
+            "runs the suite against every one and fails unless its claim catches it. Read them as a list of",
+            "what goes wrong, and of how you will recognise it in your own code: the claim that fails",
+            "points at the bug.", ""]
+    by_chapter = [(ch, [m for m in mutants if m.caught_by in claims and claims[m.caught_by].chapter == ch.id])
+                  for ch in chapters.values()]
+    out += ["## Index", ""]
+    for ch, mine in by_chapter:
+        if not mine:
+            continue
+        out += [f"**{ch.title}** ([chapter]({ch.page}))", "", "| bug | what goes wrong | caught by |", "| --- | --- | --- |"]
+        for m in mine:
+            c = claims[m.caught_by]
+            out.append(f"| [{readable_name(m.name)}](#{bug_anchor(m)}) | {prose(m.bug)} | "
+                       f"[{m.caught_by}]({chapters[c.chapter].page}#{c.anchor}) |")
+        out.append("")
+    orphans = [m for m in mutants if m.caught_by not in claims]
+    if orphans:
+        out += ["Bugs whose claim is not in the catalogue: " + ", ".join(f"`{m.name}`" for m in orphans), ""]
+    for ch, mine in by_chapter:
         if not mine:
             continue
         out += [f"## {ch.title}", ""]
         for m in mine:
-            out += [f"### `{m.name}` {{ #{m.name.replace('_', '-')} }}", ""]
-            out += _bug_admonition(m, claims, "")
+            out += [f"### {readable_name(m.name)} {{ #{bug_anchor(m)} }}", ""]
+            out += _bug_admonition(m, claims, "", feedback=True, fails_table=fails.exists())
+    if fails.exists():
+        out += ["## Claims each bug fails { #claims-each-bug-fails }", "",
+                "A bug rarely breaks one claim only. This table, from a run of the whole suite against every",
+                "known bug, lists every claim each one fails:", "", f'--8<-- "{rel(fails)}"', ""]
     return "\n".join(out).rstrip() + "\n"
 
 
@@ -153,8 +237,6 @@ def write_all(docs: Path, fragments: Path) -> list[Path]:
     by_claim = tests_by_claim(chapters)
     mutants = read_mutants()
     written = []
-    fragments.mkdir(parents=True, exist_ok=True)
-    (docs / "source").mkdir(parents=True, exist_ok=True)
     for ch in chapters.values():
         written.append(_write(fragments / f"{ch.id}.claims.md", claims_fragment(ch, claims, by_claim)))
         written.append(_write(fragments / f"{ch.id}.pitfalls.md", pitfalls_fragment(ch, claims, mutants)))
@@ -164,7 +246,4 @@ def write_all(docs: Path, fragments: Path) -> list[Path]:
 
 
 def _write(path: Path, content: str) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if not path.exists() or path.read_text(encoding="utf-8") != content:
-        path.write_text(content, encoding="utf-8")
-    return path
+    return write_output(path, content)

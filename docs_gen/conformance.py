@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import html
 import json
 from collections import Counter, defaultdict
 from pathlib import Path
 
 from docs_gen import GENERATED_NOTE
 from docs_gen.claims_pages import text
+from docs_gen.mathtext import rich_html
 from docs_gen.spec_source import load_catalogue
 
 # status (report.py) -> (cell text, css class)
@@ -32,6 +34,22 @@ LEGEND = [
 ]
 
 
+def current_commit() -> str:
+    """The checkout's commit, and whether code differed from it (generated docs do not count)."""
+    import subprocess
+
+    from docs_gen import ROOT
+
+    def git(*args):
+        return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+
+    sha = git("rev-parse", "--short=12", "HEAD")
+    if not sha:
+        return "not recorded (not a git checkout)"
+    dirty = git("status", "--porcelain", "--untracked-files=no", "--", ".", ":!docs", ":!docs_gen/fragments")
+    return sha + (" with uncommitted changes" if dirty else "")
+
+
 def cell(status: str | None) -> str:
     if status is None:
         return '<span class="spec-cell spec-none">-</span>'
@@ -54,6 +72,7 @@ def render(report: dict, source: str = "a pytest --spec-report JSON", command: s
             "Claim IDs link to the chapter that states them.", ""]
     out += ['!!! abstract "This run"', ""]
     out.append(f"    - **Date:** {report.get('created', '?')}")
+    out.append(f"    - **Commit:** {'`' + report['commit'] + '`' if report.get('commit') else 'not recorded'}")
     if command:
         out.append(f"    - **Command:** `{command}`")
     out.append(f"    - **Machine:** {text(machine.get('platform', '?'))}, {machine.get('processor', '?')}, "
@@ -64,17 +83,23 @@ def render(report: dict, source: str = "a pytest --spec-report JSON", command: s
     out.append(f"    - **Tests run:** {n_tests} (" + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())) + ")")
     out.append("")
 
-    out += ["## Implementations", "", "| implementation | backend | device | dtypes | claims passed | state |",
-            "| --- | --- | --- | --- | --- | --- |"]
+    out += ["## Implementations", "",
+            "*Applicable* claims are those a run could check; a claim that does not apply to an implementation",
+            "(gradients of a NumPy one, a GPU kernel's claims on a CPU) is counted apart, never as a failure.", "",
+            "| implementation | backend | device | dtypes | passed | not passed | not applicable | state |",
+            "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     for name, info in report.get("implementations", {}).items():
         statuses = [per.get(name) for per in table.values() if per.get(name)]
-        passed = sum(s == "passed" for s in statuses)
+        na = sum(s == "not applicable" for s in statuses)
+        applicable = [s for s in statuses if s != "not applicable"]
+        passed = sum(s == "passed" for s in applicable)
+        counts = f"{passed} of {len(applicable)} | {len(applicable) - passed} | {na}"
         state = f"unavailable: {text(info['unavailable'])}" if info.get("unavailable") else "ran"
         if info.get("unavailable") and not info.get("path"):  # never imported: what it declares is unknown
-            out.append(f"| `{name}` | - | - | - | {passed} of {len(statuses)} | {state} |")
+            out.append(f"| `{name}` | - | - | - | {counts} | {state} |")
             continue
         out.append(f"| `{name}` | {info.get('backend', '?')} | {info.get('device', '?')} | "
-                   f"{', '.join(info.get('dtypes', []))} | {passed} of {len(statuses)} | {state} |")
+                   f"{', '.join(info.get('dtypes', []))} | {counts} | {state} |")
     out.append("")
 
     out += ["## Legend", ""]
@@ -82,18 +107,26 @@ def render(report: dict, source: str = "a pytest --spec-report JSON", command: s
         out.append(f"- {cell(status)} {meaning}")
     out += [f"- {cell(None)} no test of this claim ran for this implementation (the claim has no test yet)", ""]
 
-    out += ["## Claims", ""]
+    out += ["## Claims", "",
+            "Each row gives the claim's short statement; hover over it (or open the claim's link) for the",
+            "full statement.", ""]
+    heads = "".join(f'<th class="spec-impl"><span title="{i}">{i}</span></th>' for i in impls)
     for ch in chapters.values():
         mine = [c for c in claims.values() if c.chapter == ch.id]
         if not mine:
             continue
-        out += [f"### {ch.title}", "", "| claim | statement | " + " | ".join(f"`{i}`" for i in impls) + " |",
-                "| --- | --- | " + " | ".join("---" for _ in impls) + " |"]
+        # An HTML table: narrow status columns under
+        # vertical implementation names, so the matrix fits the page's width.
+        out += [f"### {ch.title}", "", '<div class="spec-scroll">', '<table class="spec-matrix">',
+                f'<thead><tr><th>claim</th><th>statement</th>{heads}</tr></thead>', "<tbody>"]
         for c in mine:
             per = table.get(c.id, {})
-            cells = " | ".join(cell(per.get(i)) for i in impls)
-            out.append(f"| [{c.id}]({ch.page}#{c.anchor}) | {text(c.summary)} | {cells} |")
-        out.append("")
+            cells = "".join(f"<td>{cell(per.get(i))}</td>" for i in impls)
+            full = html.escape(" ".join(c.statement.split()), quote=True)
+            page = ch.page.removesuffix(".md") + ".html"  # raw HTML: MkDocs does not rewrite its links
+            out.append(f'<tr><td><a href="{page}#{c.anchor}">{c.id}</a></td>'
+                       f'<td class="spec-statement" title="{full}">{rich_html(c.summary)}</td>{cells}</tr>')
+        out += ["</tbody>", "</table>", "</div>", ""]
 
     unknown = sorted(set(table) - set(claims))
     if unknown:

@@ -13,6 +13,8 @@ and checks that the committed output is still what the reference prints.
 
 from __future__ import annotations
 
+import docs_gen
+
 import os
 import subprocess
 import sys
@@ -59,9 +61,7 @@ def write_all(fragments: Path = FRAGMENTS) -> list[Path]:
     for chapter in chapters():
         path = fragments / f"{chapter}.example.md"
         text = fragment(chapter, run(chapter))
-        if not path.exists() or path.read_text() != text:
-            path.write_text(text)
-        written.append(path)
+        written.append(docs_gen.write_output(path, text))  # under --check: only noted if stale
     return written
 
 

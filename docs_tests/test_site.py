@@ -32,11 +32,12 @@ FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-
 RAW_TEX = re.compile(r"\\\(|\\\)|\\\[|\\\]|\$\$|\\frac|\\sqrt|\\mathbb|\\operatorname")
 
 # (page, what it must show) for the pages the issue names: home, a chapter with math, the matrix, the benchmarks.
+# The site is built with `use_directory_urls: false` (pages are page.html, so it also opens from disk).
 PAGES = {
     "home": "",
-    "chapter": "sdpa/",
-    "conformance": "conformance/",
-    "benchmarks": "benchmarks/",
+    "chapter": "sdpa.html",
+    "conformance": "conformance.html",
+    "benchmarks": "benchmarks.html",
 }
 
 
@@ -159,7 +160,8 @@ def test_the_page_shows_what_it_is_for(visit):
         for words in ("pytest --impl", "Check your own implementation", "pip install"):
             assert words in body, f"home page lacks {words!r}"
         hrefs = page.eval_on_selector_all("article a", "els => els.map(e => e.getAttribute('href'))")
-        for target in ("conventions/", "sdpa/", "conformance/", "instructors/"):
+        for target in ("contract.html", "conventions.html", "sdpa.html", "conformance.html", "instructors.html",
+                       "sources.html"):
             assert any(h and target in h for h in hrefs), f"home page has no link to {target}"
     elif name == "chapter":
         assert page.locator("article pre code").count() >= 3, "the chapter should show the reference code"
@@ -195,7 +197,7 @@ def _chapter_pages() -> list[str]:
 def chapter(request, browser, server):
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     page = context.new_page()
-    response = page.goto(server + request.param + "/", wait_until="networkidle")
+    response = page.goto(server + request.param + ".html", wait_until="networkidle")
     assert response is not None and response.ok, f"{request.param}: HTTP {response.status if response else '-'}"
     yield request.param, page
     context.close()
@@ -250,3 +252,251 @@ def test_each_chapter_has_exercises_with_commands_and_hints(chapter):
     assert len(commands) >= 2, f"{name}: {len(commands)} exercise commands (`pytest --impl ... --claim ID`)"
     assert section["details"] >= len(commands), f"{name}: {section['details']} hints for {len(commands)} exercises"
     assert section["closed"] == section["details"], f"{name}: every hint should start collapsed"
+
+
+# ---------------------------------------------------------------- every chapter, on a phone
+# Each chapter at a phone's width (390 px): its math typeset (in the text, the claims list and the
+# table of contents), no raw TeX or stray backticks left in the text, and nothing wider than the
+# screen (wide equations and tables scroll inside their own box).
+
+def _catalogue():
+    import tomllib
+
+    with open(ROOT / "spec_tests" / "claims.toml", "rb") as f:
+        return tomllib.load(f)
+
+
+CHAPTERS = [c["page"].removesuffix(".md") for c in _catalogue()["chapter"]]
+PHONE = {"width": 390, "height": 844}
+STRAY_BACKTICK = re.compile(r"`")
+
+
+def _open(browser, base: str, path: str, viewport: dict, shot: str):
+    context = browser.new_context(viewport=viewport)
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    response = page.goto(base + path, wait_until="networkidle")
+    assert response is not None and response.ok, f"{path}: HTTP {response.status if response else 'no response'}"
+    try:
+        page.wait_for_function(
+            "() => [...document.querySelectorAll('.arithmatex')].every(e => e.querySelector('.katex'))", timeout=15_000)
+    except Exception:  # reported by the assertions below, with what is missing
+        pass
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / f"{shot}.png"), full_page=True)
+    return context, page, errors
+
+
+_TEXT_OUTSIDE_CODE = """(sel) => {
+    const root = document.querySelector(sel);
+    if (!root) return '';
+    const copy = root.cloneNode(true);
+    copy.querySelectorAll('pre, code, .katex, .katex-mathml, annotation, script, style').forEach(e => e.remove());
+    return copy.innerText;
+}"""
+
+
+def _math_claims(chapter: str) -> list[str]:
+    """The IDs of this chapter's claims whose summary holds math (docs_gen typesets it in the heading)."""
+    from docs_gen.mathtext import rich
+
+    return [c["id"] for c in _catalogue()["claim"] if c["chapter"] == chapter and "$" in rich(c["summary"])]
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_chapter_on_a_phone(browser, server, chapter):
+    context, page, errors = _open(browser, server, f"{chapter}.html", PHONE, f"phone-{chapter}")
+    try:
+        assert not errors, f"{chapter}: uncaught errors: {errors}"
+        text = page.evaluate(_TEXT_OUTSIDE_CODE, "article")
+        raw = RAW_TEX.findall(text)
+        assert not raw, f"{chapter}: raw TeX left in the text: {raw[:10]}"
+        ticks = [ln.strip() for ln in text.splitlines() if STRAY_BACKTICK.search(ln)]
+        assert not ticks, f"{chapter}: literal backticks in the text (code that was not rendered as code): {ticks[:5]}"
+        want = _math_claims(chapter)
+        typeset = page.evaluate("""(ids) => ids.filter(id => {
+            const h = document.getElementById(id.toLowerCase());
+            return h && h.querySelector('.katex');
+        })""", want)
+        assert sorted(typeset) == sorted(want), (f"{chapter}: claims whose heading should show typeset math but "
+                                                 f"does not: {sorted(set(want) - set(typeset))}")
+        cut = page.evaluate("""() => [...document.querySelectorAll('article .katex-display')]
+            .filter(k => k.scrollWidth > k.clientWidth + 1
+                         && !['auto', 'scroll'].includes(getComputedStyle(k).overflowX))
+            .map(k => k.textContent.slice(0, 60))""")
+        assert not cut, f"{chapter}: display equations cut off on a phone (wider than the screen, not scrollable): {cut}"
+        width = page.evaluate("() => [document.documentElement.scrollWidth, window.innerWidth]")
+        assert width[0] <= width[1], (f"{chapter}: the page is {width[0]} px wide on a {width[1]} px screen "
+                                      "(something overflows instead of scrolling inside its box)")
+    finally:
+        context.close()
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_table_of_contents_typesets_math(browser, server, chapter):
+    """The table of contents repeats the headings (claim titles among them): their math typeset too."""
+    context, page, errors = _open(browser, server, f"{chapter}.html", {"width": 1280, "height": 900}, f"toc-{chapter}")
+    try:
+        raw = page.evaluate(r"""() => [...document.querySelectorAll('.md-sidebar--secondary .md-nav__link')]
+            .map(a => { const c = a.cloneNode(true); c.querySelectorAll('.katex').forEach(k => k.remove());
+                        return c.textContent; })
+            .filter(t => /\\\(|\\\)|\\[a-zA-Z]+\{|\$/.test(t))""")
+        assert not raw, f"{chapter}: raw TeX in the table of contents: {raw[:5]}"
+        if _math_claims(chapter):
+            typeset = page.locator(".md-sidebar--secondary .md-nav__link .katex").count()
+            assert typeset > 0, f"{chapter}: the claims' math is not typeset in the table of contents"
+    finally:
+        context.close()
+
+
+def test_conformance_matrix_fits_the_page(browser, server):
+    """At a desktop width every column of the matrix is on screen: no table wider than its box."""
+    context, page, errors = _open(browser, server, "conformance.html", {"width": 1280, "height": 900}, "conformance-1280")
+    try:
+        over = page.evaluate("""() => [...document.querySelectorAll('table.spec-matrix')]
+            .map(t => [t.closest('h3, div')?.previousElementSibling?.innerText || '', t.scrollWidth,
+                       t.parentElement.clientWidth])
+            .filter(([_, w, box]) => w > box + 1)""")
+        assert page.locator("table.spec-matrix").count() >= 5, "the matrix tables are missing"
+        assert not over, f"matrix tables wider than the page (title, width, room): {over}"
+        statements = page.locator("table.spec-matrix td.spec-statement[title]").count()
+        assert statements >= 30, f"only {statements} statements carry their full text on hover"
+        assert page.locator("table.spec-matrix td.spec-statement .katex").count() >= 5, "no typeset math in the matrix"
+        body = page.inner_text("article")
+        assert "not applicable" in body, "the implementations table does not count 'not applicable' apart"
+    finally:
+        context.close()
+
+
+def test_bug_cards_show_real_feedback(browser, server):
+    context, page, errors = _open(browser, server, "bugs.html", {"width": 1280, "height": 900}, "bugs")
+    try:
+        text = page.evaluate(_TEXT_OUTSIDE_CODE, "article")
+        ticks = [ln.strip() for ln in text.splitlines() if STRAY_BACKTICK.search(ln)]
+        assert not ticks, f"literal backticks on the bugs page: {ticks[:5]}"
+        old = re.findall(r"\bseed (?:0\d\d|notes?)\b|\bthe seeds\b|\bseed's\b", text, flags=re.I)
+        assert not old, f"the bugs page cites the lecture notes as {old[:3]}: say 'lecture note 1/2' (Sources)"
+        cards = page.locator("article .admonition.bug").count()
+        feedback = page.locator("article .admonition.bug details.failure pre").count()
+        assert cards >= 20, f"only {cards} bug cards"
+        assert feedback >= cards * 0.9, f"only {feedback} of {cards} cards show the failure message a learner gets"
+        first = page.locator("article .admonition.bug details.failure pre").first.text_content()
+        assert "does not hold" in first and "reproduce" in first, f"not a failure message of the suite: {first[:300]}"
+    finally:
+        context.close()
+
+
+# ---------------------------------------------------------------- the mask explorer
+
+EXPLORER_CASES = [  # (L_q, L_k, real keys per sequence, causal alignment)
+    (3, 5, [5, 2], "bottom-right"),
+    (4, 6, [6], "top-left"),
+    (2, 4, [0, 4], "none"),  # a sequence with no real key: every row exactly 0
+]
+
+
+@pytest.mark.parametrize("L_q, L_k, lengths, alignment", EXPLORER_CASES)
+def test_mask_explorer_matches_the_reference(browser, server, L_q, L_k, lengths, alignment):
+    """The explorer's visibility grid and weights for one configuration equal the reference's."""
+    import numpy as np
+
+    from docs_gen.mask_explorer import reference_weights
+
+    context, page, errors = _open(browser, server, "masks.html", {"width": 1280, "height": 900}, "masks")
+    try:
+        root = page.locator("#mask-explorer")
+        assert root.count() == 1, "the masks chapter has no mask explorer"
+        root.locator("input[name=L_q]").fill(str(L_q))
+        root.locator("input[name=L_k]").fill(str(L_k))
+        root.locator("input[name=lengths]").fill(", ".join(map(str, lengths)))
+        root.locator("select[name=alignment]").select_option(alignment)
+        shot = f"mask-explorer-{L_q}x{L_k}-{alignment}"
+        root.screenshot(path=str(SHOTS / f"{shot}.png"))
+        seen = page.evaluate("""() => {
+            const read = (kind, attr) => [...document.querySelectorAll(`#mask-explorer table[data-kind=${kind}]`)]
+                .map(t => [...t.querySelectorAll('tr')].slice(1)
+                    .map(tr => [...tr.querySelectorAll('td')].map(td => Number(td.getAttribute(attr)))));
+            return {visible: read('visible', 'data-visible'), weights: read('weights', 'data-weight')};
+        }""")
+        expected = reference_weights(L_q, L_k, lengths, alignment)  # (B, L_q, L_k)
+        visible = np.asarray(seen["visible"], dtype=bool)
+        weights = np.asarray(seen["weights"], dtype=float)
+        assert weights.shape == expected.shape, f"the explorer shows {weights.shape}, the reference {expected.shape}"
+        # A visible key can still get a weight that rounds to 0 in float64 only when its score is
+        # hundreds below the row's maximum: not with this example's values.
+        assert np.array_equal(visible, expected > 0), (f"visibility grid differs from the reference:\n"
+                                                       f"{visible.astype(int)}\nreference:\n{(expected > 0).astype(int)}")
+        np.testing.assert_allclose(weights, expected, rtol=1e-12, atol=1e-15,
+                                   err_msg="the explorer's weights differ from reference.attention_weights")
+        assert not errors, f"uncaught errors: {errors}"
+    finally:
+        context.close()
+
+
+# ---------------------------------------------------------------- the product stands on its own
+
+PAPERS = ["1706.03762", "1607.06450", "2002.04745", "2205.14135", "2112.05682", "2104.09864", "1910.10683",
+          "2108.12409", "2305.13245", "2006.04768", "2009.14794", "2001.04451", "2004.05150"]
+# Citations a reader cannot follow: files outside the repository, and the lecture notes by their old
+# working name instead of "lecture note 1/2" (the Sources page).
+UNFOLLOWABLE = re.compile(r"\bseed (?:0\d\d|notes?)\b|\bthe seeds\b|\bseed's\b|DESIGN\.md|\.\./shared|CLAIMS\.md", re.I)
+
+
+def _visible_html_text(path: Path) -> str:
+    """A built page's text outside code blocks and scripts (code may quote anything)."""
+    html = path.read_text(encoding="utf-8")
+    html = re.sub(r"<(pre|script|style|code)\b.*?</\1>", " ", html, flags=re.S | re.I)
+    return re.sub(r"<[^>]+>", " ", html)
+
+
+def test_no_page_cites_what_a_reader_cannot_follow():
+    if not (SITE / "index.html").is_file():
+        pytest.fail(f"no built site at {SITE}")
+    found = {}
+    for page in sorted(SITE.rglob("*.html")):
+        if "assets" in page.parts:
+            continue
+        hits = sorted(set(UNFOLLOWABLE.findall(_visible_html_text(page))))
+        if hits:
+            found[str(page.relative_to(SITE))] = hits
+    assert not found, f"pages citing files a reader does not have, or 'seed' for a lecture note: {found}"
+
+
+def test_sources_and_contract_pages(browser, server):
+    context, page, errors = _open(browser, server, "sources.html", {"width": 1280, "height": 900}, "sources")
+    try:
+        hrefs = page.eval_on_selector_all("article a", "els => els.map(e => e.getAttribute('href'))")
+        missing = [p for p in PAPERS if not any(h and f"arxiv.org/abs/{p}" in h for h in hrefs)]
+        assert not missing, f"the Sources page does not link these papers: {missing}"
+        raw = RAW_TEX.findall(page.evaluate(_TEXT_OUTSIDE_CODE, "article"))
+        assert not raw, f"sources: raw TeX left in the text: {raw[:5]}"
+        for anchor in ("lecture-note-1", "lecture-note-2", "vaswani-2017"):
+            assert page.locator(f"#{anchor}").count() == 1, f"the Sources page has no #{anchor} to cite"
+    finally:
+        context.close()
+    context, page, errors = _open(browser, server, "contract.html", {"width": 1280, "height": 900}, "contract")
+    try:
+        body = page.inner_text("article")
+        for words in ("scaled_dot_product_attention", "bottom-right", "ValueError", "BACKEND", "float64"):
+            assert words in body, f"the contract page does not mention {words!r}"
+        assert page.locator(".md-source, a[href*='github.com']").count() >= 1, "no link to the repository"
+        raw = RAW_TEX.findall(page.evaluate(_TEXT_OUTSIDE_CODE, "article"))
+        assert not raw, f"contract: raw TeX left in the text: {raw[:5]}"
+        assert page.locator("article .katex").count() >= 2, "the contract's formulas are not typeset"
+    finally:
+        context.close()
+
+
+def test_site_opens_from_disk(browser):
+    """file://: the built pages link to page.html files, so the site works without a server."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    try:
+        page.goto((SITE / "index.html").resolve().as_uri(), wait_until="load")
+        page.locator("article a[href='sdpa.html']").first.click()
+        page.wait_for_load_state("load")
+        assert page.url.endswith("/sdpa.html"), f"following a link from disk led to {page.url}"
+        page.wait_for_function("() => document.querySelectorAll('.arithmatex .katex').length > 5", timeout=15_000)
+    finally:
+        context.close()

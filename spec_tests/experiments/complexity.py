@@ -130,7 +130,7 @@ def write(costs: list[Cost], errors: list[PerformerError], out_dir) -> None:
     from spec_tests.experiments import pyplot, save_svg
 
     lengths = costs[0].lengths
-    lines = ["| method | seed 001's complexity | fitted memory exponent | fitted time exponent | "
+    lines = ["| method | lecture note 2's complexity | fitted memory exponent | fitted time exponent | "
              f"peak memory at L = {lengths[0]} → {lengths[-1]} | time at L = {lengths[-1]} |",
              "| --- | --- | --- | --- | --- | --- |"]
     for c in costs:
