@@ -115,6 +115,10 @@ def classify(record: dict) -> tuple[tuple, str, str, str]:
         dtype = record["dtype"]
         return ("dtype", dtype), "dtype", f"`DTYPES` leaves out {dtype}, which the rubric requires", ""
     if record["outcome"] == "not implemented":
+        keyword = re.search(r"takes no keyword (\w+)", message)
+        if keyword:
+            return (("not implemented", fn, keyword.group(1)), "not implemented",
+                    f"{shown} does not take the keyword `{keyword.group(1)}` yet", fn)
         return ("not implemented", fn), "not implemented", f"{shown} is not written yet", fn
     if "which the rubric does not allow" in message:
         used = re.search(r"the call used (.+?), which the rubric", message)

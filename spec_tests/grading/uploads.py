@@ -182,8 +182,8 @@ def stage(submission: Path, workdir: Path) -> Staged:
     staged = Staged(entry=target.joinpath(*rel.parts), shown=str(rel), name=name,
                     candidates=[str(o) for o in others])
     if others:
-        staged.notes.append(f"graded `{rel}` (it defines the most functions of the contract); "
-                            f"also in the upload: {', '.join(f'`{o}`' for o in others[:8])}")
+        staged.notes.append(f"the upload holds other .py files too ({', '.join(f'`{o}`' for o in others[:8])}); "
+                            "the graded one is the file that defines the most functions of the contract")
     if _uses_relative_imports(staged.entry.read_text(errors="replace")):
         staged.entry = _as_package(target, rel)
     for folder, _, files in os.walk(target):

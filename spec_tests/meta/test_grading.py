@@ -341,7 +341,7 @@ def test_a_zip_of_a_folder_with_relative_imports_is_graded_with_gradescope_metad
         "id": 123456, "created_at": "2026-03-01T12:00:00-08:00", "assignment": {"title": "Attention"},
         "users": [{"email": "ada@example.org", "id": 42, "name": "Ada L"}]}))
     out = tmp_path / "out"
-    code, log = grade(str(root / "submission"), "--out", str(out), "--rubric", _rubric(tmp_path, "SDPA-1", "MASK-3"))
+    code, log = grade(str(root / "submission"), "--out", str(out), "--rubric", _rubric(tmp_path, "SDPA-1", "MASK-2"))
     assert code == 0, log[-3000:]
     doc = results(out)
     assert doc["score"] == 2, doc["output"]
