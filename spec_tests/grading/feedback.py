@@ -15,7 +15,8 @@ under it. The cause of a failure is, in this order: a required dtype the submiss
 declare; a function not written yet; a function the rubric does not allow; a call that ran out of
 time; a known bug (spec_tests/harness/diagnosis.py); results right to only a few digits in float64
 (a computation in lower precision); an exception on valid input; otherwise the function whose
-values are wrong, or the first line of the message.
+values are wrong, or the first line of the message. Wrong values of a function that also has a
+known bug diagnosed (in another dtype, say) are counted under that known bug.
 
 What a student can see before the due date holds nothing of a claim that is not `visible`: no
 total, no subtotal of a chapter with such a claim, no count that includes one, no cause found
@@ -178,6 +179,18 @@ def causes(grade: Grade, visible_only: bool = True) -> list[Cause]:
                 cause.tests.append(label)
             if "likely cause:" in (r.get("message") or "") and "likely cause:" not in (cause.example.get("message") or ""):
                 cause.example = r
+    # A function with a diagnosed known bug whose other failures were not diagnosed (the diagnosis
+    # matched in one dtype, not the other): one bug, most likely; its failures join the known bug.
+    for key, cause in list(found.items()):
+        if cause.kind != "values" or not cause.function:
+            continue
+        known = [k for k, c in found.items() if c.kind == "known bug" and c.function == cause.function]
+        if known:
+            target = found[known[0]]
+            target.claims += [c for c in cause.claims if c not in target.claims]
+            target.tests += [t for t in cause.tests if t not in target.tests]
+            cost[known[0]] += cost.pop(key)
+            del found[key]
     return [found[k] for k in sorted(found, key=lambda k: -cost[k])]
 
 
