@@ -1,6 +1,6 @@
 """The instructors page's sample: a real grading run of a submission with two bugs.
 
-    python -m docs_gen.grading_sample        writes docs/generated/grading_sample/
+    python -m docs_gen.grading_sample        writes docs_gen/fragments/grading_sample/
 
 It writes a student's file (a correct NumPy implementation with the two bugs of `BUGS`: scores
 computed in float32, and LayerNorm's eps outside the square root), grades it with the default
@@ -20,9 +20,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-from docs_gen import DOCS, ROOT
+from docs_gen import FRAGMENTS, ROOT
 
-OUT = DOCS / "generated" / "grading_sample"
+OUT = FRAGMENTS / "grading_sample"
 BASE = ROOT / "impls" / "mutants" / "_base.py"  # correct, self-contained NumPy
 BUGS = '''
 # -- what this student got wrong -------------------------------------------------------------
