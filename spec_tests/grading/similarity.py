@@ -97,16 +97,17 @@ def template() -> frozenset[int]:
 
 @cache
 def public_sources() -> dict[str, frozenset[int]]:
-    """The public code a student has: the reference (one source) and each built-in implementation."""
+    """The public code a student has: the reference (one source), each built-in implementation, and
+    the correct base of the known bugs (impls/mutants/_base.py)."""
     out: dict[str, set[int]] = {}
     ref = set()
     for path in sorted((ROOT / "reference").glob("*.py")):
         ref |= fingerprints(path.read_text())
     out["reference/"] = ref
-    for path in sorted((ROOT / "impls").glob("*.py")):
-        if path.name in ("template.py", "__init__.py"):
+    for path in [*sorted((ROOT / "impls").glob("*.py")), ROOT / "impls" / "mutants" / "_base.py"]:
+        if path.name in ("template.py", "__init__.py") or not path.exists():
             continue
-        out[f"impls/{path.name}"] = fingerprints(path.read_text())
+        out[path.relative_to(ROOT).as_posix()] = fingerprints(path.read_text())
     union = set().union(*out.values())
     out["reference/ + impls/"] = union
     return {k: frozenset(v - template()) for k, v in out.items()}

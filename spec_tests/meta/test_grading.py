@@ -113,19 +113,22 @@ def test_a_batch_gives_every_submission_a_report_and_a_gradebook(tmp_path):
     shutil.copyfile(MUTANTS_DIR / "no_score_scaling.py", subs / "bob" / "attention.py")
     (subs / "bob" / "notes.py").write_text("# a helper module next to the submission\n")
     (subs / "carol.py").write_text("raise ImportError('carol forgot a dependency')\n")
-    dave = (subs / "alice.py").read_text().replace(  # half-finished: merge_heads not written yet
+    (subs / "gina.py").write_text(INDEPENDENT)
+    dave = INDEPENDENT.replace(  # gina's file, half-finished: merge_heads not written yet
         "def merge_heads(heads):", "def merge_heads(heads):\n    raise NotImplementedError\n\n\ndef _unused(heads):")
     (subs / "dave.py").write_text(dave)
+    pasted = "\n".join(p.read_text() for p in sorted((ROOT / "reference").glob("*.py")))
+    (subs / "eve.py").write_text(pasted + (ROOT / "impls" / "numpy_fast.py").read_text())
     roster = tmp_path / "roster.csv"
     roster.write_text("file,name,email\nalice.py,Alice A,alice@example.org\nbob,Bob B,bob@example.org\n"
-                      "dave.py,Dave D,dave@example.org\n")
+                      "dave.py,Dave D,dave@example.org\ngina.py,Gina G,gina@example.org\n")
     out = tmp_path / "out"
     code, log = grade("--batch", str(subs), "--out", str(out), "--jobs", "2", "--roster", str(roster),
                       "--rubric", _rubric(tmp_path, "SDPA-1", "SDPA-4", "MHA-3"))
     assert code == 0, log[-3000:]
-    assert "4/4" in log, f"the progress bar should reach 4/4:\n{log[-2000:]}"
+    assert "6/6" in log, f"the progress bar should reach 6/6:\n{log[-2000:]}"
     rows = {r["submission"]: r for r in csv.DictReader(open(out / "gradebook.csv"))}
-    assert set(rows) == {"alice", "bob", "carol", "dave"}
+    assert set(rows) == {"alice", "bob", "carol", "dave", "eve", "gina"}
     assert list(rows["alice"]) == ["submission", "name", "email", "sdpa", "multi_head", "total", "max", "status",
                                    "graded_file", "copy_check"]
     assert rows["alice"]["email"] == "alice@example.org" and rows["carol"]["name"] == ""
@@ -135,14 +138,19 @@ def test_a_batch_gives_every_submission_a_report_and_a_gradebook(tmp_path):
     assert float(rows["carol"]["total"]) == 0 and rows["carol"]["status"] == "could not import"
     assert rows["dave"]["status"] == "partial" and float(rows["dave"]["total"]) < 3
     assert all(re.fullmatch(r"\d+\.\d\d", rows[n][c]) for n in rows for c in ("sdpa", "multi_head", "total"))
-    # alice and dave hand in the same file: flagged to the instructor, not to either student
-    assert "dave" in rows["alice"]["copy_check"] and "alice" in rows["dave"]["copy_check"], rows["alice"]
-    assert "copy check: alice" in log
+    # gina and dave hand in the same file: flagged to the instructor, not to either student;
+    # alice's is the suite's own correct base, eve's a paste of reference/ and impls/numpy_fast.py
+    assert "dave" in rows["gina"]["copy_check"] and "gina" in rows["dave"]["copy_check"], rows["gina"]
+    assert "copy check: gina" in log
+    assert "impls/mutants/_base.py" in rows["alice"]["copy_check"], rows["alice"]
+    assert "near-copy of reference/" in rows["eve"]["copy_check"], rows["eve"]
+    assert json.loads((out / "eve" / "results.json").read_text())["extra_data"]["similarity"]["flagged"]
+    assert not json.loads((out / "bob" / "results.json").read_text())["extra_data"]["similarity"]["flagged"]
     for name in rows:
         doc = results(out / name)
         assert "similar" not in doc["output"].lower() and "copy" not in doc["output"].lower()
     assert json.loads((out / "alice" / "results.json").read_text())["extra_data"]["students"][0]["name"] == "Alice A"
-    assert "FLAGGED" in (out / "alice" / "grading.log").read_text()
+    assert "FLAGGED" in (out / "gina" / "grading.log").read_text()
     assert "carol forgot a dependency" in (out / "carol" / "feedback.md").read_text()
 
 
