@@ -202,5 +202,5 @@ def load(path: str | Path | None = None) -> Rubric:
     required = grading.get("required_dtypes", [])
     if not isinstance(required, list) or any(d not in KNOWN_DTYPES for d in required):
         raise RubricError(f"{path}: [grading] required_dtypes must be a list of {list(KNOWN_DTYPES)}, got {required!r}")
-    return Rubric(str(path), items, points, bool(grading.get("partial", True)), str(grading.get("docs_url", "")),
+    return Rubric(str(path), items, total, bool(grading.get("partial", True)), str(grading.get("docs_url", "")),
                   limits, float(grading.get("total_timeout", 1200)), exclude, tuple(required), notes)

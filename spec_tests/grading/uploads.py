@@ -102,22 +102,23 @@ def choose(folder: Path) -> tuple[PurePosixPath, list[PurePosixPath]]:
     if not files:
         raise SubmissionError(f"the upload holds no .py file (it holds: {_listing(folder)})")
     candidates = [f for f in files if not _is_test(f)] or files
+    if len(candidates) == 1:
+        return candidates[0], []
     scored = []
     for rel in candidates:
         found = defined_functions((folder / rel).read_text(errors="replace"))
         scored.append((len(found) if found is not None else -1, rel))
     best = max(n for n, _ in scored)
-    if best <= 0 and len(candidates) > 1:
-        if best < 0 and sum(1 for n, _ in scored if n == -1) == 1 and all(n <= 0 for n, _ in scored):
-            pass  # one file that does not parse among files defining nothing: grade it, the error says why
-        else:
-            named = [r for _, r in scored if r.name in ENTRY_NAMES]
-            if not named:
-                raise SubmissionError(
-                    "no file of the upload defines a function of the contract "
-                    f"({', '.join(CONTRACT_FUNCTIONS[:3])}, ...); files: {', '.join(map(str, candidates))}")
-            return named[0], [r for r in candidates if r != named[0]]
-    top = [r for n, r in scored if n == best]
+    if best > 0:
+        top = [r for n, r in scored if n == best]
+    else:  # no file defines a function of the contract: one that does not parse (its error is the
+        # feedback), or one with a usual name, or say what the upload holds
+        broken = [r for n, r in scored if n < 0]
+        top = broken if len(broken) == 1 else [r for _, r in scored if r.name in ENTRY_NAMES]
+        if not top:
+            raise SubmissionError(
+                "no file of the upload defines a function of the contract "
+                f"({', '.join(CONTRACT_FUNCTIONS[:3])}, ...); files: {', '.join(map(str, candidates))}")
     top.sort(key=lambda r: (r.name not in ENTRY_NAMES,
                             ENTRY_NAMES.index(r.name) if r.name in ENTRY_NAMES else 0, len(r.parts), str(r)))
     return top[0], [r for r in candidates if r != top[0]]
