@@ -9,6 +9,8 @@ apt-get install -y -qq python3.11 python3.11-venv > /dev/null
 cd /autograder/source
 python3.11 -m venv .venv
 .venv/bin/python -m pip install -q --upgrade pip
-# PyTorch's CPU wheels (the grader needs no GPU); leave this line out for NumPy-only assignments.
-.venv/bin/python -m pip install -q torch --index-url https://download.pytorch.org/whl/cpu
-.venv/bin/python -m pip install -q -e .
+# Every install is pinned by constraints.txt, so the image grades with the versions the suite was
+# tested with. PyTorch's CPU wheels (the grader needs no GPU); leave this line out for NumPy-only
+# assignments.
+.venv/bin/python -m pip install -q torch --index-url https://download.pytorch.org/whl/cpu -c constraints.txt
+.venv/bin/python -m pip install -q -e . -c constraints.txt

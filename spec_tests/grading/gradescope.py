@@ -2,12 +2,21 @@
 
     {"score": 87.5, "execution_time": 14, "output": "<feedback.md>", "output_format": "md",
      "visibility": "visible", "stdout_visibility": "hidden",
+     "extra_data": {"status": "graded", "students": [...], "similarity": {...}, ...},
      "tests": [{"name": "SDPA-1: softmax(...) ...", "number": "1.1", "score": 2.5, "max_score": 2.5,
                 "status": "passed", "output": "...", "output_format": "md", "visibility": "visible",
-                "tags": ["sdpa", "SDPA-1"], "extra_data": {"tests": {"passed": 12}}}]}
+                "tags": ["sdpa", "SDPA-1"], "extra_data": {"claim_status": "passed", "tests": {"passed": 12}}}]}
 
-The top-level score is the sum of the tests' scores. See the README's "Grading a class" for the
-autograder zip (setup.sh, run_autograder) that produces it on Gradescope.
+The top-level score is the sum of the tests' scores. Hidden means hidden: when the rubric makes a
+claim `hidden`, `after_due_date` or `after_published`, its test carries that visibility, the
+top-level `visibility` (the default Gradescope applies to results without their own) becomes the
+most restrictive of them, and the top-level `output`, which students always see, holds no total,
+no subtotal or count that includes such a claim, and nothing of it (feedback.py). Gradescope does
+not show students their total while any test is hidden.
+
+`extra_data` is for the instructor: the status for the gradebook, the student(s) from Gradescope's
+submission_metadata.json or the roster, and what the copy check found (similarity.py). See the
+README's "Grading a class" for the autograder zip (setup.sh, run_autograder).
 """
 
 from __future__ import annotations
@@ -19,8 +28,16 @@ from spec_tests.grading import feedback
 from spec_tests.grading.score import Grade
 from spec_tests.harness import claims as catalogue
 
+RESTRICTIVE = ("hidden", "after_published", "after_due_date", "visible")  # most restrictive first
 
-def results(grade: Grade) -> dict:
+
+def visibility(grade: Grade) -> str:
+    """The top-level visibility: the most restrictive of the claims' visibilities."""
+    used = {c.item.visibility for c in grade.claims}
+    return next((v for v in RESTRICTIVE if v in used), "visible")
+
+
+def results(grade: Grade, extra: dict | None = None) -> dict:
     chapter_order = list(catalogue.chapters())
     numbers: dict[str, int] = {}
     tests = []
@@ -28,12 +45,12 @@ def results(grade: Grade) -> dict:
         chapter = c.item.chapter
         numbers[chapter] = numbers.get(chapter, 0) + 1
         tests.append({
-            "name": f"{c.item.claim}: {c.claim.summary}",
+            "name": feedback.plain(f"{c.item.claim}: {c.claim.summary}"),
             "number": f"{chapter_order.index(chapter) + 1}.{numbers[chapter]}",
             "score": c.score,
             "max_score": c.max_score,
             "status": "passed" if c.status in ("passed", "not applicable") else "failed",
-            "output": "\n".join(feedback.claim_section(grade, c)),
+            "output": feedback.claim_output(grade, c),
             "output_format": "md",
             "visibility": c.item.visibility,
             "tags": [chapter, c.item.claim],
@@ -44,16 +61,19 @@ def results(grade: Grade) -> dict:
         "execution_time": int(round(grade.run.seconds)),
         "output": feedback.markdown(grade),
         "output_format": "md",
-        "visibility": "visible",
+        "visibility": visibility(grade),
         "stdout_visibility": "hidden",
-        "extra_data": {"implementation": grade.run.implementation, "load_error": grade.run.load_error,
-                       "timed_out": grade.run.timed_out, "rubric": grade.rubric.path},
+        "extra_data": {"status": grade.status, "graded_file": grade.run.entry,
+                       "implementation": grade.run.implementation, "load_error": grade.run.load_error,
+                       "timed_out": grade.run.timed_out, "missing_dtypes": grade.missing_dtypes,
+                       "chapters": {k: [round(v[0], 2), round(v[1], 2)] for k, v in grade.chapters().items()},
+                       "rubric": grade.rubric.path, **(extra or {})},
         "tests": tests,
     }
 
 
-def write(grade: Grade, out: Path) -> dict:
-    doc = results(grade)
+def write(grade: Grade, out: Path, extra: dict | None = None) -> dict:
+    doc = results(grade, extra)
     tmp = out / "results.json.tmp"
     tmp.write_text(json.dumps(doc, indent=1))
     tmp.replace(out / "results.json")

@@ -5,6 +5,7 @@
     partial = true                    # a claim earns points x (its tests passed / its tests that apply)
     docs_url = ""                     # where "read: docs/..." links point (empty: the repository's docs/)
     total_timeout = 1200              # seconds for one submission's whole run
+    required_dtypes = ["float64", "float32"]  # a submission must declare these in DTYPES
     exclude_tests = ["test_masks.py::test_grouped_query_decoding_reproduces_causal_self_attention"]
 
     [limits]                          # isolation.Limits: call_timeout, test_timeout, memory_mb, ...
@@ -22,9 +23,14 @@
     points = 5
     visibility = "hidden"
 
-A claim whose tests are all "not applicable" to a submission (a float16-only claim for a
-float64 implementation) leaves the total: the other claims' points are scaled up so that a
-perfect submission still earns `total`.
+Points are shown as the rubric states them, never rescaled: a chapter worth 20 is out of 20 in
+every report. A claim whose tests are all "not applicable" to a submission (a float16-only claim
+for a float64 implementation) is shown as "not applicable" and earns its points: there is nothing
+in it the submission could get wrong. `total`, when given, must equal the sum of the points.
+
+`required_dtypes` closes the way round that: a submission whose DTYPES leaves out a required dtype
+fails, in every graded claim, as many tests as that claim has in a dtype it does declare, with a
+message naming the missing dtype. Declaring fewer dtypes never raises a grade.
 """
 
 from __future__ import annotations
@@ -37,6 +43,7 @@ from pathlib import Path
 
 from spec_tests.harness import claims as catalogue
 from spec_tests.harness.isolation import Limits
+from spec_tests.harness.loader import KNOWN_DTYPES
 
 SPEC_DIR = Path(__file__).resolve().parents[1]
 DEFAULT = SPEC_DIR / "rubric.toml"
@@ -65,6 +72,7 @@ class Rubric:
     limits: Limits
     total_timeout: float = 1200.0
     exclude_tests: tuple[str, ...] = ()  # "module.py::test_name": not run, not graded
+    required_dtypes: tuple[str, ...] = ()  # dtypes a submission must declare (DTYPES)
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -183,9 +191,16 @@ def load(path: str | Path | None = None) -> Rubric:
     items.sort(key=lambda i: order.index(i.claim))
     if not items:
         raise RubricError(f"{path}: grades no claim: add [chapters.NAME] or [claims.ID] tables")
-    total = float(grading.get("total", sum(i.points for i in items)))
-    known = {"total", "partial", "docs_url", "total_timeout", "exclude_tests"}
+    known = {"total", "partial", "docs_url", "total_timeout", "exclude_tests", "required_dtypes"}
     if set(grading) - known:
         raise RubricError(f"{path}: unknown [grading] keys {sorted(set(grading) - known)}; known: {sorted(known)}")
+    points = sum(i.points for i in items)
+    total = float(grading.get("total", points))
+    if abs(total - points) > 1e-6 * max(1.0, total):
+        raise RubricError(f"{path}: the points of the graded claims add up to {points:g}, but [grading] total is "
+                          f"{total:g}; change the points or the total (points are never rescaled)")
+    required = grading.get("required_dtypes", [])
+    if not isinstance(required, list) or any(d not in KNOWN_DTYPES for d in required):
+        raise RubricError(f"{path}: [grading] required_dtypes must be a list of {list(KNOWN_DTYPES)}, got {required!r}")
     return Rubric(str(path), items, total, bool(grading.get("partial", True)), str(grading.get("docs_url", "")),
-                  limits, float(grading.get("total_timeout", 1200)), exclude, notes)
+                  limits, float(grading.get("total_timeout", 1200)), exclude, tuple(required), notes)

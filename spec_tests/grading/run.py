@@ -24,16 +24,15 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from spec_tests.grading import uploads
 from spec_tests.grading.rubric import Rubric, tested_claims
 
 ROOT = Path(__file__).resolve().parents[2]
 SPEC_DIR = ROOT / "spec_tests"
-ENTRY_NAMES = ("attention.py", "submission.py", "mha.py")  # in a folder with several .py files
 UNUSED_PLUGINS = ("cacheprovider", "xdist", "benchmark", "unraisableexception")  # start-up time, not needed
 
 
-class SubmissionError(Exception):
-    """The submission is not something the grader can run (no .py file, several candidates)."""
+SubmissionError = uploads.SubmissionError  # the upload holds nothing the grader can run
 
 
 @dataclass
@@ -50,41 +49,9 @@ class Run:
     notes: list[str] = field(default_factory=list)
 
 
-def find_entry(submission: Path) -> Path:
-    """The .py file to grade: the file itself, or the one .py file (or attention.py ...) of a folder."""
-    if submission.is_file():
-        if submission.suffix != ".py":
-            raise SubmissionError(f"{submission} is not a .py file")
-        return submission
-    if not submission.is_dir():
-        raise SubmissionError(f"no such file or folder: {submission}")
-    files = sorted(p for p in submission.iterdir() if p.suffix == ".py" and p.is_file())
-    if len(files) == 1:
-        return files[0]
-    for name in ENTRY_NAMES:
-        if (submission / name).is_file():
-            return submission / name
-    if not files:
-        raise SubmissionError(f"{submission} holds no .py file")
-    raise SubmissionError(f"{submission} holds several .py files ({', '.join(p.name for p in files)}) "
-                          f"and none is named {' or '.join(ENTRY_NAMES)}")
-
-
-def stage(submission: Path, workdir: Path) -> Path:
-    """Copy the submission to workdir/submission (readable by the worker's user); return the entry file."""
-    entry = find_entry(submission)
-    target = workdir / "submission"
-    if submission.is_dir():
-        shutil.copytree(submission, target, symlinks=False, ignore=shutil.ignore_patterns("__pycache__", ".*"))
-    else:
-        target.mkdir()
-        shutil.copyfile(entry, target / entry.name)
-    for folder, dirs, files in os.walk(target):
-        os.chmod(folder, 0o755)
-        for f in files:
-            os.chmod(os.path.join(folder, f), 0o644)
-    os.chmod(workdir, 0o755)
-    return target / entry.relative_to(submission if submission.is_dir() else entry.parent)
+def stage(submission: Path, workdir: Path) -> uploads.Staged:
+    """Copy the submission to workdir/submission and choose the file to grade (uploads.py)."""
+    return uploads.stage(submission, workdir)
 
 
 def clean(text: str, workdir: Path) -> str:
@@ -119,12 +86,11 @@ def run(submission: Path, rubric: Rubric, workdir: Path, progress=None, parts: i
     """Grade-run one submission in workdir, in `parts` pytest runs side by side (each with its own
     worker); `progress(done, collected)` is called as tests finish."""
     submission = Path(submission).resolve()
-    entry = stage(submission, workdir)
-    name = submission.stem if submission.is_file() else submission.name
-    result = Run(name=name, entry=str(entry.relative_to(workdir / "submission")))
-    env = {k: v for k, v in os.environ.items() if k not in ("MHA_SPEC_IMPL", "CI", "PYTEST_ADDOPTS")}
-    env.update(MHA_SPEC_PROFILE="grading", PYTHONHASHSEED="0",
-               MHA_SPEC_NO_REPRO="1")  # snippets would name this machine's files; feedback.md says how instead
+    staged = stage(submission, workdir)
+    entry = staged.entry
+    result = Run(name=staged.name, entry=staged.shown, notes=list(staged.notes))
+    env = {k: v for k, v in os.environ.items() if k not in ("MHA_SPEC_IMPL", "CI", "PYTEST_ADDOPTS", "MHA_SPEC_NO_REPRO")}
+    env.update(MHA_SPEC_PROFILE="grading", PYTHONHASHSEED="0")  # snippets on: feedback.py shows their input values
     runs = []
     began = time.monotonic()
     for i, modules in enumerate(_split(rubric, parts)):

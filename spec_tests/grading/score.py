@@ -8,9 +8,13 @@ skipped, expected failure, an error of the worker):
     earned = P if n_other == 0 else 0                 (partial = false)
 
 A claim with no test run at all earns 0 of P. A claim whose every test is "not applicable"
-(a float16 claim for a float64-only submission) is left out, and every other claim's points
-are scaled by total / (sum of P over the claims that apply), so a perfect submission earns
-exactly the rubric's total.
+(a float16 claim for a float64-only submission) is shown as "not applicable" and earns P.
+Points are never rescaled: each claim is out of the P the rubric gives it, each chapter out of
+the points the rubric states, and the total is the rubric's total.
+
+Required dtypes (rubric `required_dtypes`): for each one the submission's DTYPES leaves out, every
+claim gains as many failed tests as it has in the declared dtype where it has the most, each
+saying which dtype is missing. Declaring fewer dtypes therefore never raises a grade.
 """
 
 from __future__ import annotations
@@ -52,6 +56,25 @@ class Grade:
     claims: list[ClaimGrade]
     score: float
     max_score: float
+    missing_dtypes: list[str] = field(default_factory=list)  # required by the rubric, not declared
+
+    @property
+    def hidden(self) -> bool:
+        """Some graded claim is not visible to the student now (hidden, after_due_date, after_published)."""
+        return any(c.item.visibility != "visible" for c in self.claims)
+
+    @property
+    def status(self) -> str:
+        """For the gradebook: graded, partial, could not import, timed out, autograder fault."""
+        if getattr(self.run, "fault", None):  # the grader failed (set by run.py when it knows)
+            return "autograder fault"
+        if self.run.load_error:
+            return "could not import"
+        if self.run.timed_out:
+            return "timed out"
+        if any(c.status == "not implemented" or c.counts.get(report.NOT_IMPL) for c in self.claims):
+            return "partial"
+        return "graded"
 
     def chapters(self) -> dict[str, tuple[float, float]]:
         """chapter -> (score, max score), in the catalogue's chapter order."""
@@ -75,12 +98,42 @@ def _status(counts: Counter) -> str:
     return "partly passed" if counts[PASSED] else "failed"
 
 
+MISSING_DTYPE = "required dtype not declared"
+
+
+def missing_dtypes(rubric: Rubric, run: Run) -> list[str]:
+    """The rubric's required dtypes that the submission does not declare (none when it did not load)."""
+    if run.implementation is None or run.load_error:
+        return []
+    declared = set(run.implementation.get("dtypes") or ())
+    return [d for d in rubric.required_dtypes if d not in declared]
+
+
+def _undeclared(claim_id: str, records: list[dict], missing: list[str], declared: list[str]) -> list[dict]:
+    """The failed tests a claim gets for each required dtype the submission leaves out."""
+    per_dtype = Counter(r.get("dtype") for r in records)
+    n = max(per_dtype.values(), default=0)
+    out = []
+    for dtype in missing:
+        message = (f"the rubric requires {dtype}, and your file's DTYPES = {tuple(declared)!r} leaves it out: "
+                   f"add \"{dtype}\" to DTYPES (and make your functions work in it)")
+        out += [{"nodeid": f"{claim_id}[{dtype}-{i}]", "test": f"every test of {claim_id} in {dtype}",
+                 "impl": "", "dtype": dtype, "claims": [claim_id], "outcome": report.FAILED,
+                 "message": message, "kind": MISSING_DTYPE} for i in range(n)]
+    return out
+
+
 def grade(rubric: Rubric, run: Run) -> Grade:
     by_claim: dict[str, list[dict]] = {i.claim: [] for i in rubric.items}
     for r in run.records:
         for cid in r["claims"]:
             if cid in by_claim:
                 by_claim[cid].append(r)
+    missing = missing_dtypes(rubric, run)
+    if missing:
+        declared = list(run.implementation.get("dtypes") or ())
+        for cid in by_claim:
+            by_claim[cid] = by_claim[cid] + _undeclared(cid, by_claim[cid], missing, declared)
     claims = []
     for item in rubric.items:
         records = by_claim[item.claim]
@@ -90,12 +143,11 @@ def grade(rubric: Rubric, run: Run) -> Grade:
             fraction = counts[PASSED] / applicable if applicable else 0.0
         else:
             fraction = 1.0 if applicable and counts[PASSED] == applicable else 0.0
-        claims.append(ClaimGrade(item, records, _status(counts), item.points * fraction, counts=counts))
-    possible = sum(c.item.points for c in claims if c.status != "not applicable")
-    factor = rubric.total / possible if possible else 0.0
+        status = _status(counts)
+        earned = item.points if status == "not applicable" else item.points * fraction
+        claims.append(ClaimGrade(item, records, status, earned, counts=counts))
     for c in claims:
-        if c.status != "not applicable":
-            c.max_score = round(c.item.points * factor, 6)
-            c.score = round(c.earned * factor, 6)
+        c.max_score = round(c.item.points, 6)
+        c.score = round(c.earned, 6)
     score = round(sum(c.score for c in claims), 4)
-    return Grade(run, rubric, claims, score, rubric.total if possible else 0.0)
+    return Grade(run, rubric, claims, score, rubric.total, missing)
