@@ -138,6 +138,7 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "claim(*ids): the claim IDs a spec test enforces")
     config.addinivalue_line("markers", "meta: a test of the suite itself, not of an implementation")
     config.addinivalue_line("markers", "slow: a long-running experiment or measurement")
+    config.addinivalue_line("markers", "demonstration(*ids): shows a claim on the reference; no implementation verdict")
     specs, explicit = loader.selected_specs(config.getoption("--impl", default=[]))
     load = loader.load
     if config.getoption("--isolate", default=False):
@@ -182,7 +183,21 @@ def pytest_report_header(config):
     return lines
 
 
+_DEMO_SUBJECT = []
+
+
+def _reference_subject() -> Subject:
+    """The float64 reference implementation, the `impl` of a demonstration (spec_tests/demonstrations/)."""
+    if not _DEMO_SUBJECT:
+        _DEMO_SUBJECT.append(Subject(loader.load("reference"), "float64"))
+    return _DEMO_SUBJECT[0]
+
+
 def pytest_generate_tests(metafunc):
+    if "impl" in metafunc.fixturenames and metafunc.definition.get_closest_marker("demonstration"):
+        # a demonstration's verdict cannot depend on an implementation: it runs once, on the reference
+        metafunc.parametrize("impl", [_reference_subject()], ids=["reference-float64"], scope="session")
+        return
     if "impl" in metafunc.fixturenames:
         subjects = metafunc.config.stash[_SUBJECTS]
         metafunc.parametrize("impl", subjects, ids=[s.id for s in subjects], scope="session")
@@ -307,7 +322,8 @@ def _classify(rep, call) -> tuple[str, str]:
     if rep.skipped:
         reason = _skip_reason(rep)
         for prefix, status in ((NOT_IMPLEMENTED, report_mod.NOT_IMPL), (NOT_APPLICABLE, report_mod.NOT_APPL),
-                               (UNAVAILABLE, report_mod.UNAVAILABLE)):
+                               (UNAVAILABLE, report_mod.UNAVAILABLE),
+                               ("could not import", report_mod.UNAVAILABLE)):  # pytest.importorskip: a package missing
             if reason.startswith(prefix):
                 return status, reason
         return report_mod.SKIPPED, reason
@@ -346,12 +362,13 @@ def pytest_runtest_makereport(item, call):
             notes = [n for n in getattr(exc, "__notes__", []) if not n.startswith("Explanation")]
             parts.append("\n".join([str(exc), *notes]))
         rep.longrepr = "\n\n".join(parts)
+    demo = item.get_closest_marker("demonstration") is not None  # no implementation verdict: no matrix cell
     final = rep.when == "call" or (rep.when == "setup" and not rep.passed) or (rep.when == "teardown" and rep.failed)
     if final:
         outcome, message = _classify(rep, call)
         rec = report_mod.Outcome(
             nodeid=item.nodeid, test=getattr(item, "originalname", item.name),
-            impl=subject.name if subject else "", dtype=subject.dtype if subject else "",
+            impl=subject.name if subject and not demo else "", dtype=subject.dtype if subject and not demo else "",
             claims=list(claims_of(item)), outcome=outcome, message=message, duration=rep.duration,
             failed_run=bool(rep.failed),
         )

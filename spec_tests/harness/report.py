@@ -99,6 +99,8 @@ def scope_lines(records: list[Outcome], impls) -> list[str]:
     lines = []
     for impl in impls:
         mine = [r for r in records if r.impl == impl.name]
+        if not mine:
+            continue
         if impl.contract is not None:
             lines.append(f"{impl.name} declares CONTRACT = ({', '.join(impl.contract)}): the claims of the other "
                          "contract functions are not applicable to it")
