@@ -24,13 +24,40 @@ def test_each_mutant_documents_its_bug_and_claim(name):
     doc, bug, caught_by = attrs.get("__doc__"), attrs.get("BUG"), attrs.get("CAUGHT_BY")
     assert doc and bug and caught_by in claims.catalogue(), name
     assert caught_by in doc, f"{name}'s docstring should name {caught_by}"
+    also = attrs.get("ALSO_CAUGHT_BY", ())  # further claims the bug fails, checked like CAUGHT_BY
+    assert isinstance(also, tuple) and set(also) <= set(claims.catalogue()), (name, also)
 
 
 def _by_claim() -> dict[str, list[str]]:
     groups: dict[str, list[str]] = {}
     for name in MUTANTS:
-        groups.setdefault(mutant_attributes(name)["CAUGHT_BY"], []).append(name)
+        attrs = mutant_attributes(name)
+        for claim_id in (attrs["CAUGHT_BY"], *attrs.get("ALSO_CAUGHT_BY", ())):
+            groups.setdefault(claim_id, []).append(name)
     return groups
+
+
+# Implementation claims that no known bug is recorded to fail yet (CAUGHT_BY or ALSO_CAUGHT_BY). The list
+# may only shrink: a claim that gains a mutant must leave it, and a new implementation claim needs one.
+UNCOVERED = {
+    "SDPA-3", "SDPA-6", "SDPA-7", "MHA-4", "MHA-6", "MHA-7", "MASK-7", "VAR-1", "VAR-2", "VAR-3", "VAR-4",
+    "LN-5", "LN-8", "RES-1", "RES-3", "PE-2", "PE-3", "EFF-1", "EFF-2", "EFF-3", "GRAD-1",
+}
+
+
+def test_every_implementation_claim_is_failed_by_a_known_bug():
+    """Each claim an implementation is judged by (a test of a chapter module taking `impl`, not slow, not a
+    demonstration) is failed by at least one mutant, by its CAUGHT_BY or ALSO_CAUGHT_BY, which
+    test_each_mutant_is_caught_by_its_claim checks by running it."""
+    from spec_tests.grading.rubric import tested_claims
+    from spec_tests.harness import claims
+
+    judged = {c for c in tested_claims() if not claims.get(c).demonstration}
+    covered = set(_by_claim())
+    missing = sorted(judged - covered - UNCOVERED, key=list(claims.catalogue()).index)
+    stale = sorted(UNCOVERED & covered)
+    assert not missing, f"implementation claims no known bug fails: {missing} (add a mutant to impls/mutants/)"
+    assert not stale, f"claims now covered by a mutant: remove them from UNCOVERED: {stale}"
 
 
 @pytest.mark.parametrize("claim_id", sorted(_by_claim()))
