@@ -11,6 +11,7 @@ from impls.mutants._base import _check_affine, _require_ndim
 
 BUG = "normalising by the root mean square without subtracting the mean (RMSNorm instead of LayerNorm)"
 CAUGHT_BY = "LN-2"
+ALSO_CAUGHT_BY = ("LN-5",)   # LN(x + c) != LN(x) without centring
 
 
 def layer_norm(x, gamma, beta, eps=1e-5):
