@@ -67,5 +67,6 @@ def test_later_chapters_stay_optional(tmp_path):
     code, out, report = run_suite("--impl", str(mine), "--claim", "PE-4,PE-5,SDPA-1", report=tmp_path / "r.json")
     assert code == 0, out[-3000:]
     assert report["claims"]["PE-4"]["v1_and_a_stub"] == "not implemented"
-    assert report["claims"]["PE-5"]["v1_and_a_stub"] == "not implemented"
+    t5 = [t["outcome"] for t in report["tests"] if t["test"].startswith("test_t5_")]
+    assert t5 and set(t5) == {"not implemented"}, t5  # (numpy_fast's bias= carries PE-5's other tests)
     assert "optional later-chapter functions" in out
