@@ -21,6 +21,9 @@ from impls.torch_sdpa_cuda import with_fallback
 BACKEND = "torch"
 DEVICE = "cuda"
 DTYPES = ("float16", "bfloat16")
+# The part of the contract this module adds (the others are torch_sdpa's): the claims of other functions are "not applicable".
+CONTRACT = ("scaled_dot_product_attention", "multi_head_attention")
+FLASH_KERNEL = True  # a tiled kernel that never forms the L_q x L_k scores: EFF-3 applies
 _VERSION = tuple(int(p) for p in flash_attn.__version__.split(".")[:2] if p.isdigit())
 if _VERSION < (2, 1):
     UNAVAILABLE = f"flash-attn {flash_attn.__version__} aligns causal masks top-left; 2.1 or later is needed"

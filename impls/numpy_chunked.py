@@ -43,6 +43,7 @@ from reference.checks import check_attention, check_multi_head
 
 BACKEND = "numpy"
 DTYPES = ("float64", "float32")
+FLASH_KERNEL = True  # online softmax over key blocks, never L_q x L_k: EFF-3 applies
 
 BLOCK_Q = 64  # queries per tile: 8 heads x 64 x 512 float32 scores fill about 1 MiB (a core's L2)
 BLOCK_K = 512  # keys per streamed block

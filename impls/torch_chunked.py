@@ -31,6 +31,7 @@ from reference.checks import check_attention, check_multi_head
 BACKEND = "torch"
 DEVICE = "cpu"
 DTYPES = ("float64", "float32", "float16", "bfloat16")
+FLASH_KERNEL = True  # online softmax over key blocks, never L_q x L_k: EFF-3 applies
 
 BLOCK_Q = 256  # queries per tile
 BLOCK_K = 512  # keys per streamed block

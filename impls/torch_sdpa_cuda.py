@@ -31,6 +31,9 @@ from reference.checks import check_attention, check_multi_head
 BACKEND = "torch"
 DEVICE = "cuda"
 DTYPES = ("float16", "bfloat16")
+# The part of the contract this module adds (the others are torch_sdpa's): the claims of other functions are "not applicable".
+CONTRACT = ("scaled_dot_product_attention", "multi_head_attention")
+FLASH_KERNEL = True  # a tiled kernel that never forms the L_q x L_k scores: EFF-3 applies
 
 __all__ = ["BACKEND", "DEVICE", "DTYPES", "attention_weights", "flash_applies", "with_fallback", "layer_norm", "merge_heads",
            "multi_head_attention", "scaled_dot_product_attention", "sinusoidal_positional_encoding", "split_heads"]

@@ -56,6 +56,9 @@ from reference.checks import check_attention, check_multi_head  # noqa: E402
 BACKEND = "torch"
 DEVICE = "cuda" if ON_GPU else "cpu"
 DTYPES = ("float32", "float16", "bfloat16") if ON_GPU else ("float32", "float16")
+# The part of the contract this kernel implements: the claims of other functions are "not applicable".
+CONTRACT = ("scaled_dot_product_attention", "multi_head_attention")
+FLASH_KERNEL = True  # a tiled kernel that never forms the L_q x L_k scores: EFF-3 applies
 if not ON_GPU and not _INTERPRET:
     UNAVAILABLE = (f"no CUDA GPU; Triton's interpreter can run this kernel on the CPU, but slowly (tens of ms "
                    f"per program and key block), so only when {OPT_IN}=1 is set")

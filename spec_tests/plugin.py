@@ -7,8 +7,11 @@ before pytest parses the command line, and from the root conftest.py otherwise.
 
 from __future__ import annotations
 
+import copy
+import inspect
 import os
 import traceback
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, Phase, settings
@@ -18,7 +21,7 @@ from spec_tests.harness import arrays, context, diagnosis, isolation, loader, xf
 from spec_tests.harness import claims as catalogue
 from spec_tests.harness import report as report_mod
 from spec_tests.harness.feedback import SpecFailure
-from spec_tests.harness.subject import NOT_APPLICABLE, NOT_IMPLEMENTED, NotImplementedYet, Subject
+from spec_tests.harness.subject import NOT_APPLICABLE, NOT_IMPLEMENTED, MissingKeyword, NotImplementedYet, Subject
 
 NOT_IMPLEMENTED_ERRORS = (NotImplementedError, NotImplementedYet)
 
@@ -68,10 +71,74 @@ def pytest_addoption(parser):
                     help="with --isolate: take the limits and banned functions from this rubric file")
 
 
+ROOT = Path(__file__).resolve().parents[1]  # the repository (or installed project) holding spec_tests/
+PROJECT_INI = ROOT / "pyproject.toml"
+SPEC_DIR = Path(__file__).resolve().parent
+
+
+def _determine_setup(config, known):
+    """pytest's own rootdir/inifile search, on the arguments as they parse once --impl is known."""
+    from _pytest.config import findpaths
+
+    wanted = dict(inifile=known.inifilename, override_ini=getattr(known, "override_ini", None),
+                  args=list(getattr(known, "file_or_dir", []) or []), rootdir_cmd_arg=known.rootdir or None,
+                  invocation_dir=config.invocation_params.dir)
+    accepted = inspect.signature(findpaths.determine_setup).parameters
+    found = findpaths.determine_setup(**{k: v for k, v in wanted.items() if k in accepted})
+    return found[0], found[1], found[2]
+
+
+def _adopt(config, parser, args, rootpath, inipath, inicfg) -> None:
+    """Make `config` what pytest would have built with this rootdir and configuration file."""
+    had_ini = config.inipath is not None
+    config._rootpath, config._inipath = rootpath, inipath
+    if hasattr(config, "_inicfg"):
+        config._inicfg = inicfg
+    else:  # pytest 8
+        config.inicfg = inicfg
+    config._inicache.clear()
+    parser.extra_info["rootdir"] = str(rootpath)
+    parser.extra_info["inifile"] = str(inipath)
+    if not had_ini and inipath is not None:  # pytest applied no configured addopts: apply the project's
+        args[:] = [*config._validate_args(config.getini("addopts"), "via addopts config"), *args]
+    namespace = parser.parse_known_args(args, namespace=copy.copy(config.option))
+    if namespace.confcutdir is None:
+        namespace.confcutdir = str(inipath.parent if inipath is not None else rootpath)
+    config.known_args_namespace = namespace
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_load_initial_conftests(early_config, parser, args):
+    """`pytest --impl ~/hw/attention.py`, run from the repository, is the same run as `--impl numpy_fast`.
+
+    pytest chooses its rootdir and configuration file before it loads this plugin, so it does not yet
+    know that --impl takes a value: it reads the implementation's path as a test path, roots the run
+    in that file's folder and finds no configuration (no markers, no `-m "not slow and not meta"`, the
+    whole working directory collected, test ids relative to a foreign folder). Here, with --impl known,
+    the search is repeated on the real test paths. Without any, from a folder that is not the project,
+    the run uses the project's configuration and collects spec_tests/, so that it is the same from anywhere.
+    """
+    known = parser.parse_known_args(args, namespace=copy.copy(early_config.option))
+    if not getattr(known, "impl", None):
+        return
+    try:
+        rootpath, inipath, inicfg = _determine_setup(early_config, known)
+    except pytest.UsageError:
+        return  # pytest reports a bad --rootdir or -c itself
+    paths = list(getattr(known, "file_or_dir", []) or [])
+    if not paths and inipath != PROJECT_INI and PROJECT_INI.is_file():
+        known.inifilename, known.rootdir = str(PROJECT_INI), str(ROOT)
+        rootpath, inipath, inicfg = _determine_setup(early_config, known)
+        args.append(str(SPEC_DIR))
+    if (rootpath, inipath) != (early_config.rootpath, early_config.inipath):
+        _adopt(early_config, parser, args, rootpath, inipath, inicfg)
+
+
 def pytest_configure(config):
     config.addinivalue_line("markers", "claim(*ids): the claim IDs a spec test enforces")
     config.addinivalue_line("markers", "meta: a test of the suite itself, not of an implementation")
     config.addinivalue_line("markers", "slow: a long-running experiment or measurement")
+    config.addinivalue_line("markers", "demonstration(*ids): shows a claim on the reference; no implementation verdict")
     specs, explicit = loader.selected_specs(config.getoption("--impl", default=[]))
     load = loader.load
     if config.getoption("--isolate", default=False):
@@ -116,7 +183,21 @@ def pytest_report_header(config):
     return lines
 
 
+_DEMO_SUBJECT = []
+
+
+def _reference_subject() -> Subject:
+    """The float64 reference implementation, the `impl` of a demonstration (spec_tests/demonstrations/)."""
+    if not _DEMO_SUBJECT:
+        _DEMO_SUBJECT.append(Subject(loader.load("reference"), "float64"))
+    return _DEMO_SUBJECT[0]
+
+
 def pytest_generate_tests(metafunc):
+    if "impl" in metafunc.fixturenames and metafunc.definition.get_closest_marker("demonstration"):
+        # a demonstration's verdict cannot depend on an implementation: it runs once, on the reference
+        metafunc.parametrize("impl", [_reference_subject()], ids=["reference-float64"], scope="session")
+        return
     if "impl" in metafunc.fixturenames:
         subjects = metafunc.config.stash[_SUBJECTS]
         metafunc.parametrize("impl", subjects, ids=[s.id for s in subjects], scope="session")
@@ -174,6 +255,14 @@ def _not_implemented_text(leaves) -> str:
     return f"{NOT_IMPLEMENTED}: {str(leaves[0]) or 'raises NotImplementedError'}"
 
 
+def _optional_not_implemented(item, leaves) -> bool:
+    """Every leaf is a later chapter's function (or one outside v1) that is not implemented: not red."""
+    subject = _subject(item)
+    return (subject is not None and bool(leaves)
+            and all(isinstance(e, NotImplementedYet) and e.fname and not subject.impl.requires(e.fname)
+                    for e in leaves))
+
+
 def _feedback_repr(repr_failure, config):
     """A claim's failure is described by its feedback alone: pytest's traceback of the suite's frames,
     which Hypothesis also asks for once per failing test, reads every frame's source (~0.1 s each)."""
@@ -181,6 +270,8 @@ def _feedback_repr(repr_failure, config):
         leaves = _leaves(excinfo.value)
         if leaves and all(isinstance(e, NOT_IMPLEMENTED_ERRORS) for e in leaves):
             return _not_implemented_text(leaves)
+        if leaves and all(isinstance(e, MissingKeyword) for e in leaves):
+            return str(leaves[0])
         if (leaves and all(isinstance(e, (SpecFailure, isolation.IsolationFailure)) for e in leaves)
                 and not config.getoption("--spec-traceback")):
             return "\n\n".join(str(e) for e in leaves)
@@ -189,10 +280,19 @@ def _feedback_repr(repr_failure, config):
     return brief
 
 
+# Claims that apply only to implementations declaring what they are (a module attribute).
+FLASH_CLAIMS = ("EFF-3",)
+
+
 def pytest_runtest_setup(item):
     subject = _subject(item)
     if subject is not None and subject.impl.unavailable:
         pytest.skip(f"{UNAVAILABLE}: {subject.name}: {subject.impl.unavailable}")
+    if subject is not None and not subject.impl.flash:
+        flash = [c for c in claims_of(item) if c in FLASH_CLAIMS]
+        if flash and len(flash) == len(claims_of(item)):
+            pytest.skip(f"{NOT_APPLICABLE}: {', '.join(flash)} is about flash kernels, and {subject.name} does not "
+                        "declare FLASH_KERNEL = True")
 
 
 @pytest.hookimpl(wrapper=True)
@@ -222,11 +322,13 @@ def _classify(rep, call) -> tuple[str, str]:
     if rep.skipped:
         reason = _skip_reason(rep)
         for prefix, status in ((NOT_IMPLEMENTED, report_mod.NOT_IMPL), (NOT_APPLICABLE, report_mod.NOT_APPL),
-                               (UNAVAILABLE, report_mod.UNAVAILABLE)):
+                               (UNAVAILABLE, report_mod.UNAVAILABLE),
+                               ("could not import", report_mod.UNAVAILABLE)):  # pytest.importorskip: a package missing
             if reason.startswith(prefix):
                 return status, reason
         return report_mod.SKIPPED, reason
     if call.excinfo is not None and all(isinstance(e, NOT_IMPLEMENTED_ERRORS) for e in _leaves(call.excinfo.value)):
+        # a required function: "not implemented", and the run is red (rep.failed)
         return report_mod.NOT_IMPL, str(_leaves(call.excinfo.value)[0])
     text = str(rep.longrepr or "")
     return report_mod.FAILED, text if len(text) <= 4000 else f"{text[:1500]}\n...\n{text[-2500:]}"  # the end says why
@@ -244,8 +346,14 @@ def pytest_runtest_makereport(item, call):
     rep = yield
     subject = _subject(item)
     leaves = _leaves(call.excinfo.value) if call.excinfo is not None and rep.failed else []
+    if _optional_not_implemented(item, leaves):  # a later chapter's function: optional, so a skip
+        rep.outcome = "skipped"
+        rep.longrepr = (str(item.path), item.location[1] or 0, "Skipped: " + _not_implemented_text(leaves))
+        leaves = []
     if leaves and all(isinstance(e, NOT_IMPLEMENTED_ERRORS) for e in leaves):
         rep.longrepr = _not_implemented_text(leaves)
+    elif leaves and all(isinstance(e, MissingKeyword) for e in leaves):
+        rep.longrepr = str(leaves[0])
     elif (leaves and all(isinstance(e, (SpecFailure, isolation.IsolationFailure)) for e in leaves)
           and not item.config.getoption("--spec-traceback")):
         # the feedback is the whole story; the suite's own frames are noise
@@ -254,13 +362,15 @@ def pytest_runtest_makereport(item, call):
             notes = [n for n in getattr(exc, "__notes__", []) if not n.startswith("Explanation")]
             parts.append("\n".join([str(exc), *notes]))
         rep.longrepr = "\n\n".join(parts)
+    demo = item.get_closest_marker("demonstration") is not None  # no implementation verdict: no matrix cell
     final = rep.when == "call" or (rep.when == "setup" and not rep.passed) or (rep.when == "teardown" and rep.failed)
     if final:
         outcome, message = _classify(rep, call)
         rec = report_mod.Outcome(
             nodeid=item.nodeid, test=getattr(item, "originalname", item.name),
-            impl=subject.name if subject else "", dtype=subject.dtype if subject else "",
+            impl=subject.name if subject and not demo else "", dtype=subject.dtype if subject and not demo else "",
             claims=list(claims_of(item)), outcome=outcome, message=message, duration=rep.duration,
+            failed_run=bool(rep.failed),
         )
         rep.user_properties.append(("spec_outcome", dict(rec.__dict__)))
     return rep
@@ -290,6 +400,8 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
         terminalreporter.section("claims by implementation")
         for line in report_mod.summary_lines(records, [i.name for i in impls], terminalreporter._tw.fullwidth):
             terminalreporter.write_line(line)
+        for line in report_mod.scope_lines(records, impls):
+            terminalreporter.write_line(line)
     if config.getoption("--isolate", default=False):
         for line in isolation.summary():
             terminalreporter.write_line(line)
@@ -297,5 +409,6 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     if path:
         report_mod.write_json(path, config.stash.get(_RECORDS, []), {
             i.name: {"backend": i.backend, "device": i.device, "dtypes": list(i.dtypes),
-                     "unavailable": i.unavailable, "path": i.path} for i in impls})
+                     "unavailable": i.unavailable, "path": i.path,
+                     "contract": list(i.contract) if i.contract else None, "flash_kernel": i.flash} for i in impls})
         terminalreporter.write_line(f"spec report written to {path}")

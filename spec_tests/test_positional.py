@@ -316,19 +316,6 @@ def test_t5_bidirectional_and_causal_directions(impl, settings):
                   f"bidirectional buckets of n <= 0 equal causal buckets with num_buckets={half}")
 
 
-@claim("PE-5")
-@given(settings=bucket_settings(), L_q=st.integers(1, 12), L_k=st.integers(1, 12), heads=st.integers(1, 3), seed=SEEDS)
-def test_t5_bias_matrix_depends_only_on_the_offset(impl, settings, L_q, L_k, heads, seed):
-    """bias[h, i, j] = table[h, bucket(j - i)] is Toeplitz: bias[h, i + 1, j + 1] == bias[h, i, j]."""
-    bidirectional, num_buckets, max_distance = settings
-    buckets = _buckets(impl, reference.relative_positions(L_q, L_k), bidirectional, num_buckets, max_distance)
-    check.holds(impl, bool(((buckets >= 0) & (buckets < num_buckets)).all()),
-                f"buckets lie in 0..{num_buckets - 1}", arrays=[buckets])
-    table = normal(seed, (heads, num_buckets))
-    bias = table[:, buckets.astype(np.int64)]  # (H, L_q, L_k)
-    check.exactly(impl, bias[:, 1:, 1:], bias[:, :-1, :-1], "the T5 bias is constant along every diagonal (j - i)")
-
-
 # -- the additive bias= of scaled_dot_product_attention, which carries T5 and ALiBi biases
 
 @claim("PE-5")

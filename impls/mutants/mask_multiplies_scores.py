@@ -11,6 +11,7 @@ from impls.mutants._base import *  # noqa: F401,F403
 BUG = ("masking by multiplying the scores by the mask, so a hidden key gets score 0 "
        "(and a positive weight) instead of -inf (and weight 0)")
 CAUGHT_BY = "MASK-1"
+ALSO_CAUGHT_BY = ("MASK-7",)   # an appended hidden key still takes weight
 
 
 def _masked_softmax(scores, visible):

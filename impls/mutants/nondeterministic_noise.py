@@ -12,6 +12,7 @@ from impls.mutants._base import *  # noqa: F401,F403
 BUG = ("a nondeterministic result: unseeded random noise of 1e-12 relative on the output "
        "(as an unordered parallel reduction would give), so two identical calls differ")
 CAUGHT_BY = "ERR-2"
+ALSO_CAUGHT_BY = ("VAR-1",)   # two calls on the same input differ
 
 
 def scaled_dot_product_attention(q, k, v, mask=None, is_causal=False, scale=None, bias=None):

@@ -11,6 +11,7 @@ from impls.mutants._base import _angles, _require_int
 
 BUG = "swapping sin and cos: cos in the even columns 2i and sin in the odd columns 2i+1"
 CAUGHT_BY = "PE-1"
+ALSO_CAUGHT_BY = ("PE-3",)   # cos/sin pairs swapped: pe[p + k] is not the rotation of pe[p]
 
 
 def sinusoidal_positional_encoding(length, d_model):

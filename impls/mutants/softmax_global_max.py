@@ -10,6 +10,7 @@ from impls.mutants._base import *  # noqa: F401,F403
 
 BUG = "subtracting the global maximum of all scores (scores.max()) before exp instead of each row's own maximum"
 CAUGHT_BY = "SDPA-5"
+ALSO_CAUGHT_BY = ("SDPA-8",)   # one max over every batch and head: a large slice underflows the others
 
 
 def _masked_softmax(scores, visible):

@@ -10,6 +10,7 @@ from impls.mutants._base import *  # noqa: F401,F403
 
 BUG = "taking the softmax over the query axis (axis=-2) instead of over the keys (axis=-1)"
 CAUGHT_BY = "SDPA-2"
+ALSO_CAUGHT_BY = ("SDPA-3",)   # rows of weights do not sum to 1: not a convex combination
 
 
 def _masked_softmax(scores, visible):

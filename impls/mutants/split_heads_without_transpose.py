@@ -12,6 +12,7 @@ from impls.mutants._base import _head_dim, _require_ndim
 BUG = ("splitting heads by reshaping (..., L, D) directly to (..., H, L, D/H) "
        "instead of to (..., L, H, D/H) followed by swapping the L and H axes")
 CAUGHT_BY = "MHA-3"
+ALSO_CAUGHT_BY = ("MHA-4", "MHA-6")   # heads mix features: not H separate projections
 
 
 def split_heads(x, num_heads):

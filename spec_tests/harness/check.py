@@ -127,12 +127,41 @@ def holds(subject, condition: bool, what: str, details=(), arrays=()) -> None:
         fail(subject, what, list(details), _calls(*arrays))
 
 
+_SHAPE = re.compile(r"^\(\s*\d+\s*(?:,\s*\d+\s*)*,?\s*\)$")  # "(3, 5)", "(5,)": a shape as Python prints it
+# Numbers in a row, separated by a comma, "x", "×" or "*" (with or without spaces): 3, 5 / 3,5 / 3x5 / 3 × 5
+_NUMBER_RUN = re.compile(r"(?<![\d.])\d+(?:\s*(?:,|x|×|\*)\s*\d+)*(?!\.?\d)")
+
+
+def _shape_of(name) -> tuple[int, ...] | None:
+    """The dimensions when `name` is a shape written as a tuple ("(3, 5)", "(5,)"), else None."""
+    if isinstance(name, str) and _SHAPE.match(name.strip()):
+        return tuple(int(n) for n in re.findall(r"\d+", name))
+    return None
+
+
+def names_shape(message: str, dims: tuple[int, ...]) -> bool:
+    """Does the message name this shape, in any common spelling? (3, 5), (3,5), [3, 5], 3x5, 3 x 5, 3×5,
+    torch.Size([3, 5]); the numbers in order and as a whole run (not part of (2, 3, 5)). A shape of one
+    dimension must be bracketed: (5,), (5), [5], torch.Size([5])."""
+    dims = tuple(int(d) for d in dims)
+    if len(dims) == 1:
+        return re.search(rf"[(\[]\s*{dims[0]}\s*,?\s*[)\]]", message) is not None
+    for run in _NUMBER_RUN.finditer(message):
+        if tuple(int(n) for n in re.findall(r"\d+", run.group())) == dims:
+            return True
+    return False
+
+
 def _names(message: str, name) -> bool:
-    """Does the message mention `name` (a number as a whole token, a word anywhere)?"""
+    """Does the message mention `name`: a shape ("(3, 5)") in any spelling, a number as a whole token,
+    a word anywhere (case-insensitive)?"""
     if isinstance(name, tuple):  # any of several spellings
         return any(_names(message, n) for n in name)
     if isinstance(name, (int, float)):
         return re.search(rf"(?<![\d.]){re.escape(str(name))}(?![\d])", message) is not None
+    dims = _shape_of(name)
+    if dims is not None:
+        return names_shape(message, dims)
     return str(name).lower() in message.lower()
 
 

@@ -17,6 +17,9 @@ class Claim:
     summary: str
     statement: str
     source: str
+    # A demonstration: shown on the reference's own algorithms (spec_tests/demonstrations/), never
+    # claimed of an implementation: no test of a chapter module, no matrix cell, no points.
+    demonstration: bool = False
 
     @property
     def anchor(self) -> str:
@@ -41,7 +44,8 @@ def chapters() -> dict[str, dict]:
 @cache
 def catalogue() -> dict[str, Claim]:
     return {
-        c["id"]: Claim(c["id"], c["chapter"], c["summary"], c.get("statement", c["summary"]), c.get("source", ""))
+        c["id"]: Claim(c["id"], c["chapter"], c["summary"], c.get("statement", c["summary"]), c.get("source", ""),
+                       bool(c.get("demonstration", False)))
         for c in _load()["claim"]
     }
 

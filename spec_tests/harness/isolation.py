@@ -44,7 +44,7 @@ import pytest
 from spec_tests.harness import arrays, feedback, wire
 from spec_tests.harness.context import current
 from spec_tests.harness.loader import IMPLS_DIR, Implementation
-from spec_tests.harness.subject import NOT_IMPLEMENTED, Call, NotImplementedYet, Subject, _remember, autocast_state
+from spec_tests.harness.subject import Call, NotImplementedYet, Subject, _remember, autocast_state
 
 PR_SET_CHILD_SUBREAPER = 36
 UID_RANGE = range(61000, 61400)  # unprivileged user ids for workers (no account needed)
@@ -529,7 +529,8 @@ def load(spec: str, limits: Limits) -> Implementation:
         raise
     impl = Implementation(name=str(d["name"]), spec=spec, module=None, backend=str(d["backend"]),
                           device=str(d["device"]), dtypes=tuple(str(x) for x in d["dtypes"]),
-                          unavailable=d.get("unavailable"), path=session.path, notes=list(d.get("notes") or []))
+                          unavailable=d.get("unavailable"), path=session.path, notes=list(d.get("notes") or []),
+                          contract=tuple(d["contract"]) if d.get("contract") else None, flash=bool(d.get("flash")))
     impl.remote = session
     return impl
 
@@ -626,13 +627,7 @@ class IsolatedSubject(Subject):
 
     def function(self, fname: str, *keywords: str):
         present, accepted = self._keywords_of(fname)
-        if not present:
-            pytest.skip(f"{NOT_IMPLEMENTED}: {self.name} has no function {fname}()")
-        missing = [] if accepted is None else [k for k in keywords if k not in accepted]
-        if missing:
-            pytest.skip(f"{NOT_IMPLEMENTED}: {self.name}.{fname}() takes no keyword {', '.join(missing)}")
-        if fname in self._unimplemented:
-            raise NotImplementedYet(self._unimplemented[fname])
+        self.require(fname, keywords, present, accepted)
         return lambda *args, **kwargs: self.call_native(fname, *args, **kwargs)
 
     def _request(self, body: dict, what: str, fname: str | None = None):
@@ -644,7 +639,7 @@ class IsolatedSubject(Subject):
                 text = str(exc)
                 self._unimplemented[fname] = (text if fname in text else
                                               f"{fname}: {text or 'raises NotImplementedError'}")
-                raise NotImplementedYet(self._unimplemented[fname]) from None
+                raise NotImplementedYet(self._unimplemented[fname], fname) from None
             raise NotImplementedYet(str(exc) or "raises NotImplementedError") from None
 
     def native(self, x):

@@ -31,6 +31,19 @@ CONTRACT_FUNCTIONS = (
     "layer_norm",
     "sinusoidal_positional_encoding",
 )
+# The later chapters' functions (README, "Later chapters"): optional. Without one, its claims are
+# "not implemented" and the run is not red on their account.
+LATER_FUNCTIONS = (
+    "rotary_embedding",
+    "t5_relative_position_bucket",
+    "layer_norm_backward",
+    "scaled_dot_product_attention_backward",
+)
+ALL_FUNCTIONS = CONTRACT_FUNCTIONS + LATER_FUNCTIONS
+# Keywords that later chapters add to v1 functions: optional, as those chapters are.
+LATER_KEYWORDS = ("bias", "num_kv_heads")
+# Keywords of a tiled (chunked) implementation only: without them EFF-1/EFF-2 do not apply.
+TILING_KEYWORDS = ("block_q", "block_k")
 KNOWN_DTYPES = ("float64", "float32", "float16", "bfloat16")
 
 
@@ -48,6 +61,19 @@ class Implementation:
     path: str | None = None
     notes: list[str] = field(default_factory=list)
     remote: object | None = None  # under --isolate: the worker session (isolation.py) that runs the module
+    # CONTRACT: the contract functions the module implements, when it declares only a part of the
+    # contract (a kernel providing scaled_dot_product_attention alone); None: the whole v1 contract.
+    contract: tuple[str, ...] | None = None
+    flash: bool = False  # FLASH_KERNEL = True: a tiled kernel that never forms L_q x L_k (EFF-3 applies)
+
+    def in_scope(self, fname: str) -> bool:
+        return self.contract is None or fname not in ALL_FUNCTIONS or fname in self.contract
+
+    def requires(self, fname: str) -> bool:
+        """Whether a missing `fname` makes the run red: the v1 functions, or those of a declared CONTRACT."""
+        if self.contract is not None:
+            return fname in self.contract
+        return fname in CONTRACT_FUNCTIONS
 
     def has(self, fname: str) -> bool:
         return self.module is not None and callable(getattr(self.module, fname, None))
@@ -105,6 +131,28 @@ def _declared(module: ModuleType) -> tuple[str, str, tuple[str, ...], list[str]]
     return backend, device, dtypes, notes
 
 
+def declared_contract(module: ModuleType) -> tuple[str, ...] | None:
+    """The module's CONTRACT: the contract functions it implements (None when it does not declare one).
+
+        CONTRACT = ("scaled_dot_product_attention",)      # a kernel: the other functions do not apply
+    """
+    value = getattr(module, "CONTRACT", None)
+    if value is None:
+        return None
+    names = (value,) if isinstance(value, str) else tuple(value)
+    unknown = [n for n in names if n not in ALL_FUNCTIONS]
+    if unknown or not names:
+        raise ValueError(f"CONTRACT must list contract functions; unknown: {unknown}; known: {ALL_FUNCTIONS}")
+    return names
+
+
+def declared_flash(module: ModuleType) -> bool:
+    value = getattr(module, "FLASH_KERNEL", False)
+    if not isinstance(value, bool):
+        raise ValueError(f"FLASH_KERNEL must be True or False, got {value!r}")
+    return value
+
+
 def _device_missing(backend: str, device: str) -> str | None:
     if backend != "torch" or device == "cpu":
         return None
@@ -130,7 +178,8 @@ def load(spec: str) -> Implementation:
     except ModuleNotFoundError as exc:
         missing = f"cannot import: {exc}"
     impl = Implementation(name=name, spec=spec, module=module, backend=backend, device=device,
-                          dtypes=dtypes, unavailable=missing, path=path, notes=notes)
+                          dtypes=dtypes, unavailable=missing, path=path, notes=notes,
+                          contract=declared_contract(module), flash=declared_flash(module))
     extra = getattr(module, "UNAVAILABLE", None)  # a module may declare why it cannot run here
     if extra and not impl.unavailable:
         impl.unavailable = str(extra)

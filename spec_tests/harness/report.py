@@ -29,6 +29,7 @@ class Outcome:
     outcome: str
     message: str = ""
     duration: float = 0.0
+    failed_run: bool = False  # the test made the run red (a required function not implemented counts)
 
 
 def claim_status(outcomes: list[str]) -> str:
@@ -88,6 +89,29 @@ def summary_lines(records: list[Outcome], impls: list[str], width: int = 120) ->
         for status in per.values():
             counts[status] += 1
     lines.append("claims x implementations: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
+    return lines
+
+
+def scope_lines(records: list[Outcome], impls) -> list[str]:
+    """What the table's "not impl" and "n/a" mean for each implementation: a declared CONTRACT leaves
+    functions out (not applicable); a required function not implemented keeps the run red; the later
+    chapters' functions are optional."""
+    lines = []
+    for impl in impls:
+        mine = [r for r in records if r.impl == impl.name]
+        if not mine:
+            continue
+        if impl.contract is not None:
+            lines.append(f"{impl.name} declares CONTRACT = ({', '.join(impl.contract)}): the claims of the other "
+                         "contract functions are not applicable to it")
+        blocking = [r for r in mine if r.outcome == NOT_IMPL and r.failed_run]
+        optional = [r for r in mine if r.outcome == NOT_IMPL and not r.failed_run]
+        if blocking:
+            lines.append(f"{impl.name}: {len(blocking)} test(s) of required functions not implemented: the run stays "
+                         "red until they are")
+        if optional:
+            lines.append(f"{impl.name}: {len(optional)} test(s) of optional later-chapter functions or keywords not "
+                         "implemented (they do not make the run red)")
     return lines
 
 

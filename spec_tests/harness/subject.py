@@ -4,9 +4,13 @@
 
 takes NumPy inputs, hands the implementation arrays of its own backend and
 dtype, and returns its result as NumPy float64. It also remembers each call,
-so that a failure can print a snippet that reproduces it. A missing function
-or keyword skips the test as "not implemented"; the implementation raising
-NotImplementedError fails it with a one-line message (the plugin shortens it).
+so that a failure can print a snippet that reproduces it.
+
+Complete or red: a missing v1 function, or one raising NotImplementedError, fails the test as
+"not implemented" (the run stays red); a later chapter's function is optional, and its tests are
+skipped as "not implemented". A function outside the part of the contract a module declares
+(CONTRACT = (...)) is "not applicable". A contract function without a keyword of the contract
+(is_causal, scale, mask, eps, ...) fails every test that passes it, naming the keyword.
 """
 
 from __future__ import annotations
@@ -24,18 +28,41 @@ import pytest
 
 from spec_tests.harness import arrays, feedback
 from spec_tests.harness.context import current
-from spec_tests.harness.loader import Implementation
+from spec_tests.harness.loader import LATER_KEYWORDS, TILING_KEYWORDS, Implementation
 
 NOT_IMPLEMENTED = "not implemented"
 NOT_APPLICABLE = "not applicable"
 
 
 class NotImplementedYet(BaseException):
-    """The implementation raised NotImplementedError: its claims are "not implemented".
+    """The implementation lacks `fname` or raised NotImplementedError: its claims are "not implemented".
 
     A BaseException, not an Exception, so that Hypothesis stops at once: an input cannot make an
     unwritten function work, and shrinking it would cost a fifth of a second per test on the template.
+    The plugin turns it into a skip when `fname` is optional (a later chapter's function).
     """
+
+    def __init__(self, text: str = "", fname: str | None = None):
+        super().__init__(text)
+        self.fname = fname
+
+
+class MissingKeyword(BaseException):
+    """A contract function exists but lacks a keyword of the contract: every test passing it fails.
+
+    A BaseException for the same reason as NotImplementedYet: no input can make the call work."""
+
+
+def _contract_signature(fname: str) -> str:
+    import inspect as _inspect
+
+    import reference
+
+    fn = getattr(reference, fname, None)
+    try:
+        return f"{fname}{_inspect.signature(fn)}" if fn is not None else fname
+    except (TypeError, ValueError):
+        return fname
 
 
 def not_applicable(reason: str):
@@ -172,16 +199,41 @@ class Subject:
         return [] if accepted is None else [k for k in keywords if k not in accepted]
 
     def function(self, fname: str, *keywords: str):
-        """The raw function, or skip the test as not implemented."""
+        """The raw function, or the test's verdict when it cannot be called as the test needs."""
         fn = getattr(self.impl.module, fname, None)
-        if not callable(fn):
-            pytest.skip(f"{NOT_IMPLEMENTED}: {self.name} has no function {fname}()")
-        missing = self._missing_keywords(fn, keywords)
-        if missing:
-            pytest.skip(f"{NOT_IMPLEMENTED}: {self.name}.{fname}() takes no keyword {', '.join(missing)}")
-        if fname in self._unimplemented:
-            raise NotImplementedYet(self._unimplemented[fname])
+        accepted = _keywords(fn) if callable(fn) else None
+        self.require(fname, keywords, callable(fn), accepted)
         return fn
+
+    def require(self, fname: str, keywords, present: bool, accepted) -> None:
+        """Decide a call the implementation cannot take (shared with isolation.IsolatedSubject):
+        outside its declared CONTRACT: not applicable; missing: not implemented (a failure for a
+        required function, a skip for an optional one); without a contract keyword: a failure."""
+        impl = self.impl
+        if not impl.in_scope(fname):
+            not_applicable(f"{self.name} declares CONTRACT = {impl.contract}, which leaves out {fname}()")
+        if not present:
+            text = f"{self.name} has no function {fname}()"
+            if impl.requires(fname):
+                raise NotImplementedYet(f"{text}: the contract requires it (docs/contract.md)", fname)
+            pytest.skip(f"{NOT_IMPLEMENTED}: {text}")
+        missing = [] if accepted is None else [k for k in keywords if k not in accepted]
+        tiling = [k for k in missing if k in TILING_KEYWORDS]
+        if tiling:
+            not_applicable(f"{self.name}.{fname}() takes no {'/'.join(tiling)}: the claim is about tiled "
+                           "implementations, which take block sizes")
+        later = [k for k in missing if k in LATER_KEYWORDS]
+        required = [k for k in missing if k not in later]
+        if required:
+            raise MissingKeyword(
+                f"{self.name}.{fname}() has no keyword {', '.join(repr(k) for k in required)}, which the contract "
+                f"gives it: {_contract_signature(fname)} (docs/contract.md). Every test passing "
+                f"{', '.join(required)} fails until the function takes it.")
+        if later:
+            pytest.skip(f"{NOT_IMPLEMENTED}: {self.name}.{fname}() takes no keyword {', '.join(later)} "
+                        "(a later chapter's extension)")
+        if fname in self._unimplemented:
+            raise NotImplementedYet(self._unimplemented[fname], fname)
 
     def _invoke(self, fname: str, *args, **kwargs):
         fn = self.function(fname, *kwargs)
@@ -190,7 +242,7 @@ class Subject:
         except NotImplementedError as exc:
             text = str(exc)
             self._unimplemented[fname] = text if fname in text else f"{fname}: {text or 'raises NotImplementedError'}"
-            raise NotImplementedYet(self._unimplemented[fname]) from None
+            raise NotImplementedYet(self._unimplemented[fname], fname) from None
 
     @contextlib.contextmanager
     def expecting_error(self):

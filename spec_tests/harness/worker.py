@@ -312,6 +312,7 @@ class Worker:
             functions[name[:200]] = keywords
         return {"name": impl.name, "backend": impl.backend, "device": impl.device, "dtypes": list(impl.dtypes),
                 "unavailable": impl.unavailable, "path": impl.path, "functions": functions,
+                "contract": list(impl.contract) if impl.contract else None, "flash": impl.flash,
                 "notes": list(impl.notes) + self.notes}
 
     def _function(self, fname: str):

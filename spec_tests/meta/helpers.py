@@ -22,3 +22,43 @@ def run_suite(*args: str, cwd: Path = ROOT, report: Path | None = None, timeout:
     proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout, env=full_env)
     data = json.loads(report.read_text()) if report is not None and report.exists() else None
     return proc.returncode, proc.stdout + proc.stderr, data
+
+
+MUTANTS_DIR = ROOT / "impls" / "mutants"
+
+
+def mutant_names() -> list[str]:
+    return sorted(p.stem for p in MUTANTS_DIR.glob("*.py") if not p.stem.startswith("_"))
+
+
+def mutant_attributes(name: str) -> dict:
+    """A mutant's literal module attributes (BUG, CAUGHT_BY, DTYPES, ...) and docstring, read without
+    importing it: collecting the meta tests must not need torch, which a few mutants import."""
+    import ast
+
+    tree = ast.parse((MUTANTS_DIR / f"{name}.py").read_text(encoding="utf-8"))
+    values: dict = {"__doc__": ast.get_docstring(tree)}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            try:
+                values[node.targets[0].id] = ast.literal_eval(node.value)
+            except ValueError:
+                continue
+    return values
+
+
+def mutant_needs(name: str) -> list[str]:
+    """The optional packages (torch, triton) a mutant imports, directly or through the module it extends."""
+    import re
+
+    text = (MUTANTS_DIR / f"{name}.py").read_text(encoding="utf-8")
+    needs = set(re.findall(r"^\s*(?:import|from)\s+(torch|triton)\b", text, re.M))
+    if re.search(r"^\s*from\s+impls\.(torch_\w+|triton_\w+)\s+import", text, re.M):
+        needs.add("torch")
+    return sorted(needs)
+
+
+def missing_packages(names) -> list[str]:
+    import importlib.util
+
+    return [n for n in names if importlib.util.find_spec(n) is None]

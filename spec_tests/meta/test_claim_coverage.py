@@ -46,9 +46,23 @@ def test_every_claim_of_a_written_chapter_has_a_test(chapter):
     if not (SPEC_DIR / module).exists():
         pytest.skip(f"chapter {chapter} ({module}) is not written yet")
     tested = {i for m, _, ids in _spec_tests() if m == module for i in ids}
-    wanted = {c.id for c in claims.catalogue().values() if c.chapter == chapter}
+    wanted = {c.id for c in claims.catalogue().values() if c.chapter == chapter and not c.demonstration}
     missing = sorted(wanted - tested - PENDING)
     assert not missing, f"claims of {module} with no test: {missing}"
+
+
+def test_every_demonstration_claim_is_demonstrated():
+    """A claim marked `demonstration = true` in claims.toml has a test in spec_tests/demonstrations/."""
+    shown = set()
+    for path in sorted((SPEC_DIR / "demonstrations").glob("test_*.py")):
+        for node in ast.parse(path.read_text()).body:
+            if isinstance(node, ast.FunctionDef):
+                for dec in node.decorator_list:
+                    if isinstance(dec, ast.Call) and getattr(dec.func, "id", None) == "demonstration":
+                        shown |= {a.value for a in dec.args if isinstance(a, ast.Constant)}
+    unknown = shown - set(claims.catalogue())
+    missing = {c.id for c in claims.catalogue().values() if c.demonstration} - shown
+    assert not unknown and not missing, f"unknown claim IDs {unknown}; demonstration claims not shown {missing}"
 
 
 def test_every_chapter_of_the_spec_core_is_written():
