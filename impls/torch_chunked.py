@@ -194,10 +194,11 @@ def _attend_parallel(tiles, scale, workers=None):
     blocks = list(tiles.query_blocks())[::-1]  # causal: the longest rows first, so that the last tasks are short
     tasks = iter([(n, i0, i1) for i0, i1 in blocks for n in range(N)])
     take = threading.Lock()
+    # each worker's score tile, allocated here so that a memory profiler following this thread sees it
+    bufs = [torch.empty(1, min(tiles.bq, L_q), min(tiles.bk, L_k), dtype=ct) for _ in range(workers)]
 
-    def worker():
+    def worker(buf):
         torch.set_num_threads(1)  # this thread's operations run on this thread alone
-        buf = torch.empty(1, min(tiles.bq, L_q), min(tiles.bk, L_k), dtype=ct)
         while True:
             with take:
                 task = next(tasks, None)
@@ -208,7 +209,7 @@ def _attend_parallel(tiles, scale, workers=None):
 
     before = torch.get_num_threads()
     try:
-        for done in [_thread_pool(workers).submit(worker) for _ in range(workers)]:
+        for done in [_thread_pool(workers).submit(worker, buf) for buf in bufs]:
             done.result()
     finally:
         torch.set_num_threads(before)  # the workers' setting is process-wide in PyTorch: put it back
