@@ -11,7 +11,8 @@ Every case times the implementation's own call on its own arrays (converted befo
 region; on a GPU the timed call ends with torch.cuda.synchronize()), then measures the peak
 extra memory of one more call (spec_tests/harness/memory.py), and records in extra_info:
 impl, op, dtype, device, B, H, L (= L_q), L_k, d, D, causal, flops, gflops, peak_bytes,
-memory_method, threads.
+memory_method, threads, load_average (the 1-minute load when the case ended), and axis ("D"
+for LayerNorm, whose groups vary the width; "L", the length, when absent).
 """
 
 from __future__ import annotations
@@ -124,4 +125,5 @@ def run_case(benchmark, impl, fname: str, args: tuple, kwargs: dict, info: dict,
         info, impl=impl.name, dtype=impl.dtype, device=impl.impl.device, threads=THREADS,
         flops=flops, gflops=(flops / mean / 1e9) if flops and mean else None,
         peak_bytes=int(peak), memory_method=memory.method(impl.backend, impl.impl.device),
+        load_average=round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else None,
     )
