@@ -145,7 +145,13 @@ def plot(points: list[Point], metric: str, title: str, path: Path, axis: str = "
     if not drawn:
         plt.close(fig)
         return False
+    from matplotlib.ticker import NullLocator
+
+    sizes = sorted({p.L for p in points})
     ax.set_xscale("log", base=2)
+    ax.set_xticks(sizes)  # a tick at each size measured, labelled plainly (not 2^8, nor crowded minor ticks)
+    ax.set_xticklabels([str(x) for x in sizes])
+    ax.xaxis.set_minor_locator(NullLocator())
     ax.set_yscale("log")
     ax.set_xlabel(AXES.get(axis, axis))
     ax.set_ylabel("median time (ms)" if metric == "time" else "peak memory (MiB)")
@@ -348,7 +354,8 @@ def gpu_section(gpu: dict | None) -> list[str]:
                        f"{_ratio(speed)} | {fmt_bytes(r['peak_bytes'])} |")
         out.append("")
     for r in missing:
-        out.append(f"- {text(str(r.get('impl', '')))} {text(str(r.get('unavailable') or r.get('skipped')))}")
+        who = f"`{r['impl']}`: " if r.get("impl") else ""
+        out.append(f"- {who}{text(str(r.get('unavailable') or r.get('skipped')))}")
     if missing:
         out.append("")
     return out
