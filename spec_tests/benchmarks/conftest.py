@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import subprocess
 import time
 from pathlib import Path
 
@@ -48,6 +49,27 @@ MAX_ROUNDS = 3 if SIZE == "tiny" else max(50, MIN_ROUNDS)
 
 
 HERE = Path(__file__).resolve().parent
+
+
+def _git(*args: str) -> str | None:
+    try:
+        return subprocess.run(["git", *args], cwd=HERE, capture_output=True, text=True, timeout=10).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+# The commit measured: taken when this module is imported, before any benchmark runs (pytest-benchmark
+# takes it when it writes the JSON, at the end, when the tree may have moved on).
+_START_COMMIT = {"id": (_git("rev-parse", "HEAD") or "").strip() or None,
+                 "dirty": bool((_git("status", "--porcelain", "--untracked-files=no") or "").strip())}
+
+
+def pytest_benchmark_update_commit_info(config, commit_info):
+    """commit_info's id and dirty flag as they were when the benchmarks started."""
+    if _START_COMMIT["id"]:
+        if commit_info.get("id") != _START_COMMIT["id"] or commit_info.get("dirty") != _START_COMMIT["dirty"]:
+            commit_info["at_end"] = {"id": commit_info.get("id"), "dirty": commit_info.get("dirty")}
+        commit_info.update(_START_COMMIT)
 
 
 def pytest_collection_modifyitems(config, items):
