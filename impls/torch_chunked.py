@@ -178,7 +178,7 @@ def _attend(tiles, scale, inplace):
 # stays in its core's cache, and the cores never wait for each other inside a small operation,
 # as they do when every operation of the plain path is split over them. Used for large problems
 # without autograd; spec_tests/meta/test_torch_chunked_paths.py checks that both paths agree.
-FAST_MIN_SCORES = 2**21  # N * L_q * L_k from which scaled_dot_product_attention takes the fast path
+FAST_MIN_SCORES = 2**18  # N * L_q * L_k from which scaled_dot_product_attention takes the fast path
 _pool, _pool_lock = None, threading.Lock()
 
 
