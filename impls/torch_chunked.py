@@ -19,7 +19,7 @@ One function, `_query_block`, computes the rows of one query block for some head
 schedules call it: the plain path (`_attend`) takes the query blocks in turn, every head at
 once, each operation spread over PyTorch's threads; the fast path (`_attend_parallel`) gives
 each (head, query block) to a pool of threads that run PyTorch with one thread each, so a
-tile stays in one core's cache and no core waits for another inside a small operation. The
+tile stays with one core and no core waits for another inside an operation. The
 fast path is taken without autograd from N L_q L_k >= FAST_MIN_SCORES on (`fast=` forces
 either); a meta test checks that both paths agree with each other and with the reference.
 
@@ -175,9 +175,10 @@ def _attend(tiles, scale, inplace):
 
 # The fast path: the same _query_block, one head's query block per task, on a pool of threads
 # that each run PyTorch with one intra-op thread. A task's score tile (block_q x block_k floats)
-# stays in its core's cache, and the cores never wait for each other inside a small operation,
-# as they do when every operation of the plain path is split over them. Used for large problems
-# without autograd; spec_tests/meta/test_torch_chunked_paths.py checks that both paths agree.
+# stays with one core, and the cores never wait for each other inside an operation, as they do
+# when every operation of the plain path is split over them (on a loaded machine each such wait
+# can cost a time slice). Used without autograd from FAST_MIN_SCORES on;
+# spec_tests/meta/test_torch_chunked_paths.py checks that both paths agree.
 FAST_MIN_SCORES = 2**18  # N * L_q * L_k from which scaled_dot_product_attention takes the fast path
 _pool, _pool_lock = None, threading.Lock()
 
