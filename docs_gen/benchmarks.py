@@ -169,10 +169,27 @@ def _ratio(x: float | None) -> str:
     return f"{x:.2f}×" if x is not None and math.isfinite(x) else "-"
 
 
+def _loads(data: dict) -> list[float]:
+    return [b["extra_info"]["load_average"] for b in data.get("benchmarks", [])
+            if (b.get("extra_info") or {}).get("load_average") is not None]
+
+
 def _load_range(data: dict) -> str | None:
-    loads = [b["extra_info"]["load_average"] for b in data.get("benchmarks", [])
-             if (b.get("extra_info") or {}).get("load_average") is not None]
+    loads = _loads(data)
     return f"{min(loads):.1f} to {max(loads):.1f}" if loads else None
+
+
+def overload_warning(data: dict) -> list[str]:
+    """A warning when the 1-minute load average went above the number of CPUs during the run."""
+    loads, cpus = _loads(data), (data.get("machine_info", {}).get("cpu", {}) or {}).get("count")
+    if not loads or not cpus or max(loads) <= cpus:
+        return []
+    return ['!!! warning "Measured on an overloaded machine"', "",
+            f"    The load average reached {max(loads):.1f} on {cpus} CPUs during this run: other processes wanted",
+            f"    {max(loads) / cpus:.0f} times the machine. The cases run one after another, so a burst of other work",
+            "    slows whichever case is running then, and even a ratio within one table can be off by a large",
+            "    factor. For a ratio that holds, `python -m spec_tests.benchmarks.ratios` runs the implementations",
+            "    in turns, round after round, and compares their fastest rounds.", ""]
 
 
 def render(data: dict, assets: Path, assets_rel: str, source: str, command: str | None = None,
@@ -215,6 +232,7 @@ def render(data: dict, assets: Path, assets_rel: str, source: str, command: str 
     if methods:
         out.append(f"    - **Peak memory measured by:** {text('; '.join(methods))}")
     out.append("")
+    out += overload_warning(data)
     configs = points_by_config(data)
     if not configs:
         out += ["No benchmark in this file carries the `extra_info` the tables need.", ""]

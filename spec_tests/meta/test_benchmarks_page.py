@@ -68,3 +68,11 @@ def test_layer_norm_is_plotted_against_its_width(tmp_path):
     assert "| 0.33× |" in row and "| 3.00× |" in row, row
     svg = (tmp_path / "layer_norm-float32-B2-L64-cpu-full-time.svg").read_text()
     assert "width D" in svg and ">1024<" in svg.replace(" ", "")
+
+
+def test_an_overloaded_run_says_so(tmp_path):
+    rows = [_sdpa("torch_sdpa", L, 1e-3, 10) for L in (128, 256)]
+    busy = benchmarks.render(_data(rows), tmp_path, "a", source="t")  # load 3.5 on 2 CPUs
+    assert "overloaded" in busy
+    rows = [({**ei, "load_average": 1.5}, t) for ei, t in rows]
+    assert "overloaded" not in benchmarks.render(_data(rows), tmp_path, "a", source="t")
