@@ -198,7 +198,7 @@ def report(found: dict, L: int, causal: bool, load_before: tuple | None = None) 
     for what, num, den, key, target, kind in TARGETS:
         if num not in found or den not in found or found[num].get(key) is None or found[den].get(key) is None:
             continue
-        ratio = found[num][key] / max(found[den][key], 1)
+        ratio = found[num][key] / found[den][key] if found[den][key] else float("inf")
         ok = ratio >= target if kind == "min" else ratio <= target
         ok_all &= ok
         bound = f"{'>=' if kind == 'min' else '<='} {target:.3g}"
