@@ -1,17 +1,27 @@
-"""Exact attention by online softmax, in PyTorch: never an L_q x L_k matrix (seed 001 §4.1); follows DESIGN.md.
+"""Exact attention by online softmax, in PyTorch: never an L_q x L_k matrix (the contract, docs/contract.md).
 
 The algorithm of `numpy_chunked` (read its docstring for the update rule of the running
 max m, normaliser l and output accumulator a), arranged for PyTorch on a CPU:
 
-- leading dims are flattened to one batch axis N, so that each tile is one batched GEMM:
-  S = scale * Q_i K_j^T is `torch.baddbmm(..., beta=0, alpha=scale)` into a score buffer
-  allocated once, and a' = alpha a + P V_j is `acc.baddbmm_(P, V_j)`, in place;
-- the softmax is updated in place (`sub_`, `exp_`, `mul_`), so a tile costs no allocation
-  beyond a few (N, block_q, 1) vectors;
+- leading dims are flattened to one batch axis N (heads), so that each tile is one batched GEMM:
+  S = (scale Q_i) K_j^T is `torch.bmm` into a score buffer allocated once (the scale goes into
+  the block_q x d_k block of Q, not into the block_q x block_k block of S), and
+  a' = alpha a + P V_j is `acc.baddbmm_(P, V_j)`, in place;
+- the softmax is updated in place (`sub_`, `exp2_`, `mul_`), so a tile costs no allocation
+  beyond a few (n, block_q, 1) vectors; it runs in base 2 (exp(x) = 2^(x log2 e), log2 e
+  folded into Q with the scale), as flash kernels do: exp2 costs a third of exp on a CPU;
 - with `is_causal` (bottom-right aligned) the key blocks wholly above the diagonal are never
   computed, and tiles a mask hides completely are skipped;
 - float16 and bfloat16 inputs are computed in float32 (scores, exponentials and the
   accumulator, as flash kernels do) and the output is rounded once, at the end.
+
+One function, `_query_block`, computes the rows of one query block for some heads. Two
+schedules call it: the plain path (`_attend`) takes the query blocks in turn, every head at
+once, each operation spread over PyTorch's threads; the fast path (`_attend_parallel`) gives
+each (head, query block) to a pool of threads that run PyTorch with one thread each, so a
+tile stays with one core and no core waits for another inside an operation. The
+fast path is taken without autograd from N L_q L_k >= FAST_MIN_SCORES on (`fast=` forces
+either); a meta test checks that both paths agree with each other and with the reference.
 
 Block sizes: `scaled_dot_product_attention`, `attention_weights` and `multi_head_attention`
 take `block_q` and `block_k` (any size >= 1; None means BLOCK_Q and BLOCK_K). The
@@ -19,6 +29,8 @@ non-attention functions are torch_sdpa's.
 """
 
 import math
+import threading
+from concurrent.futures import ThreadPoolExecutor
 
 import torch
 import torch.nn.functional as F
@@ -33,8 +45,9 @@ DEVICE = "cpu"
 DTYPES = ("float64", "float32", "float16", "bfloat16")
 FLASH_KERNEL = True  # online softmax over key blocks, never L_q x L_k: EFF-3 applies
 
-BLOCK_Q = 256  # queries per tile
-BLOCK_K = 512  # keys per streamed block
+BLOCK_Q = 512  # queries per tile
+BLOCK_K = 1024  # keys per streamed block
+LOG2_E = 1.0 / math.log(2.0)  # exp(x) = 2^(x * LOG2_E)
 
 __all__ = [
     "BACKEND", "DEVICE", "DTYPES", "BLOCK_Q", "BLOCK_K", "attention_weights", "layer_norm", "merge_heads",
@@ -73,18 +86,22 @@ class _Tiles(TilePlan):
         return super().hidden(i0, i1, j0, j1, flat=lambda tile: tile.reshape(self.N, *tile.shape[-2:]))
 
 
-def _masked_scores(tiles, qs, i0, i1, j0, j1, buf):
-    """S = scale Q_i K_j^T for one tile, hidden pairs at -inf; None when the whole tile is hidden.
+def _masked_scores(tiles, qs, heads, i0, i1, j0, j1, buf):
+    """S = scale Q_i K_j^T for one tile of the heads `heads` (a slice of N), hidden pairs at -inf;
+    None when the whole tile is hidden.
 
     `buf` is where to write S (a reused buffer); None under autograd, which cannot see through out=.
     """
-    hide = tiles.hidden(i0, i1, j0, j1)
+    hide = tiles.hidden(i0, i1, j0, j1)  # (N, bq, bk), (bq, bk) or None
+    if hide is not None and hide.dim() == 3:
+        hide = hide[heads]
     if hide is not None and bool(hide.all()):
         return None  # nothing visible in this tile: skip it
+    kT = tiles.kT[heads, :, j0:j1]  # (n, d_k, bk)
     if buf is None:
-        s = torch.bmm(qs, tiles.kT[:, :, j0:j1])  # (N, bq, bk)
+        s = torch.bmm(qs, kT)  # (n, bq, bk)
         return s if hide is None else s.masked_fill(hide, -math.inf)
-    s = torch.bmm(qs, tiles.kT[:, :, j0:j1], out=buf[:, : i1 - i0, : j1 - j0])  # (N, bq, bk)
+    s = torch.bmm(qs, kT, out=buf[:, : i1 - i0, : j1 - j0])  # (n, bq, bk)
     return s if hide is None else s.masked_fill_(hide, -math.inf)  # exp(-inf) = 0: an exact zero weight
 
 
@@ -94,7 +111,7 @@ def _new_max(m, s):
     A row that has seen no visible key yet keeps m' = -inf (so that the next block's max is
     the true one) while exp(s - 0) = exp(-inf) = 0 stays exact, not NaN.
     """
-    m_new = torch.maximum(m, s.amax(dim=-1, keepdim=True))  # (N, bq, 1)
+    m_new = torch.maximum(m, s.amax(dim=-1, keepdim=True))  # (n, bq, 1)
     return m_new, m_new.masked_fill(m_new == -math.inf, 0.0)
 
 
@@ -103,45 +120,115 @@ def _needs_grad(*xs):
 
 
 # --8<-- [start:online_softmax]
+def _query_block(tiles, scale, heads, i0, i1, buf=None, out=None):
+    """Rows i0:i1 of softmax(Q K^T * scale) V for the heads `heads` (a slice of N), keys streamed in blocks.
+
+    With `buf` and `out` (no autograd) every update is in place and the rows are written into
+    out; without them the same arithmetic runs out of place and the rows are returned.
+    """
+    ct, d_v = tiles.compute, tiles.v.shape[-1]
+    # Scores in base 2: exp(x) = 2^(x log2 e), and exp2 costs a third of exp on a CPU. The factor
+    # log2 e goes into Q with the scale (a block_q x d_k block, not the block_q x block_k block of S).
+    qs = tiles.q[heads, i0:i1] * (scale * LOG2_E)  # (n, bq, d_k)
+    n, inplace = qs.shape[0], buf is not None
+    m = torch.full((n, i1 - i0, 1), -math.inf, dtype=ct)  # running max (base 2)
+    l = torch.zeros(n, i1 - i0, 1, dtype=ct)  # running sum of 2^(s - m)
+    acc = torch.zeros(n, i1 - i0, d_v, dtype=ct)  # running sum of 2^(s - m) v
+    for j0, j1 in tiles.key_blocks(i0, i1):  # causal: blocks above the diagonal never come
+        s = _masked_scores(tiles, qs, heads, i0, i1, j0, j1, buf)
+        if s is None:
+            continue
+        m_new, shift = _new_max(m, s)  # m' = max(m, max_j s_j)
+        alpha = torch.exp2(m - shift)  # 2^(m - m'): rescales what was summed under the old max
+        v_b = tiles.v[heads, j0:j1]  # (n, bk, d_v)
+        if inplace:
+            p = s.sub_(shift).exp2_()  # P_b = 2^(s - m'), exactly 0 on hidden keys
+            l.mul_(alpha).add_(p.sum(dim=-1, keepdim=True))  # l' = alpha l + sum_j P_b
+            acc.mul_(alpha).baddbmm_(p, v_b)  # a' = alpha a + P_b V_b
+        else:
+            p = torch.exp2(s - shift)
+            l = l * alpha + p.sum(dim=-1, keepdim=True)
+            acc = torch.baddbmm(acc * alpha, p, v_b)
+        m = m_new
+    l = torch.where(l > 0, l, 1.0)  # l = 0 only where a = 0 (no visible key): the output row is 0
+    if not inplace:
+        return acc / l
+    torch.div(acc, l, out=out[heads, i0:i1])  # a / l
+    return None
+
+
 def _attend(tiles, scale, inplace):
-    """softmax(Q K^T * scale) V over visible keys, one query block at a time, keys streamed in blocks.
+    """softmax(Q K^T * scale) V, one query block of every head at a time: the plain path.
 
     inplace=False (under autograd) does the same arithmetic with out-of-place operations.
     """
-    N, L_q, L_k, d_v, ct = tiles.N, tiles.L_q, tiles.L_k, tiles.v.shape[-1], tiles.compute
-    buf = torch.empty(N, min(tiles.bq, L_q), min(tiles.bk, L_k), dtype=ct) if inplace else None  # one tile, reused
-    out = torch.empty(N, L_q, d_v, dtype=ct) if inplace else None
-    rows = []
-    for i0, i1 in tiles.query_blocks():
-        qs = tiles.q[:, i0:i1] * scale  # (N, bq, d_k): the scale goes into Q, not into S
-        m = torch.full((N, i1 - i0, 1), -math.inf, dtype=ct)  # running max
-        l = torch.zeros(N, i1 - i0, 1, dtype=ct)  # running sum of exp(s - m)
-        acc = torch.zeros(N, i1 - i0, d_v, dtype=ct)  # running sum of exp(s - m) v
-        for j0, j1 in tiles.key_blocks(i0, i1):  # causal: blocks above the diagonal never come
-            s = _masked_scores(tiles, qs, i0, i1, j0, j1, buf)
-            if s is None:
-                continue
-            m_new, shift = _new_max(m, s)  # m' = max(m, max_j s_j)
-            alpha = torch.exp(m - shift)  # exp(m - m'): rescales what was summed under the old max
-            v_b = tiles.v[:, j0:j1]  # (N, bk, d_v)
-            if inplace:
-                p = s.sub_(shift).exp_()  # P_b = exp(s - m'), exactly 0 on hidden keys
-                l.mul_(alpha).add_(p.sum(dim=-1, keepdim=True))  # l' = alpha l + sum_j P_b
-                acc.mul_(alpha).baddbmm_(p, v_b)  # a' = alpha a + P_b V_b
-            else:
-                p = torch.exp(s - shift)
-                l = l * alpha + p.sum(dim=-1, keepdim=True)
-                acc = torch.baddbmm(acc * alpha, p, v_b)
-            m = m_new
-        l = torch.where(l > 0, l, 1.0)  # l = 0 only where a = 0 (no visible key): the output row is 0
-        if inplace:
-            torch.div(acc, l, out=out[:, i0:i1])  # a / l
-        else:
-            rows.append(acc / l)
+    N, L_q, L_k, ct, every = tiles.N, tiles.L_q, tiles.L_k, tiles.compute, slice(None)
     if not inplace:
-        out = torch.cat(rows, dim=1)  # (N, L_q, d_v)
-    return out.reshape(*tiles.lead, L_q, d_v).to(tiles.dtype)
+        out = torch.cat([_query_block(tiles, scale, every, i0, i1) for i0, i1 in tiles.query_blocks()], dim=1)
+    else:
+        buf = torch.empty(N, min(tiles.bq, L_q), min(tiles.bk, L_k), dtype=ct)  # one tile, reused
+        out = torch.empty(N, L_q, tiles.v.shape[-1], dtype=ct)
+        for i0, i1 in tiles.query_blocks():
+            _query_block(tiles, scale, every, i0, i1, buf, out)
+    return out.reshape(*tiles.lead, L_q, -1).to(tiles.dtype)  # (..., L_q, d_v)
 # --8<-- [end:online_softmax]
+
+
+# The fast path: the same _query_block, one head's query block per task, on a pool of threads
+# that each run PyTorch with one intra-op thread. A task's score tile (block_q x block_k floats)
+# stays with one core, and the cores never wait for each other inside an operation, as they do
+# when every operation of the plain path is split over them (on a loaded machine each such wait
+# can cost a time slice). Used without autograd from FAST_MIN_SCORES on;
+# spec_tests/meta/test_torch_chunked_paths.py checks that both paths agree.
+FAST_MIN_SCORES = 2**18  # N * L_q * L_k from which scaled_dot_product_attention takes the fast path
+_pool, _pool_lock = None, threading.Lock()
+
+
+def _thread_pool(workers):
+    global _pool
+    with _pool_lock:
+        if _pool is None or _pool._max_workers != workers:
+            _pool = ThreadPoolExecutor(workers, thread_name_prefix="torch_chunked")
+        return _pool
+
+
+def _attend_parallel(tiles, scale, workers=None):
+    """softmax(Q K^T * scale) V with the tasks (head n, query block i) shared among `workers` threads."""
+    N, L_q, L_k, ct = tiles.N, tiles.L_q, tiles.L_k, tiles.compute
+    workers = workers or torch.get_num_threads()
+    out = torch.empty(N, L_q, tiles.v.shape[-1], dtype=ct)
+    blocks = list(tiles.query_blocks())[::-1]  # causal: the longest rows first, so that the last tasks are short
+    tasks = iter([(n, i0, i1) for i0, i1 in blocks for n in range(N)])
+    take = threading.Lock()
+    # each worker's score tile, allocated here so that a memory profiler following this thread sees it
+    bufs = [torch.empty(1, min(tiles.bq, L_q), min(tiles.bk, L_k), dtype=ct) for _ in range(workers)]
+
+    def worker(buf):
+        torch.set_num_threads(1)  # this thread's operations run on this thread alone
+        while True:
+            with take:
+                task = next(tasks, None)
+            if task is None:
+                return
+            n, i0, i1 = task
+            _query_block(tiles, scale, slice(n, n + 1), i0, i1, buf, out)
+
+    before = torch.get_num_threads()
+    try:
+        for done in [_thread_pool(workers).submit(worker, buf) for buf in bufs]:
+            done.result()
+    finally:
+        torch.set_num_threads(before)  # the workers' setting is process-wide in PyTorch: put it back
+    return out.reshape(*tiles.lead, L_q, -1).to(tiles.dtype)
+
+
+def _sdpa(tiles, scale, grad, fast):
+    """The plain path under autograd or for small problems, the fast path otherwise (fast=None: choose)."""
+    if fast is None:
+        fast = tiles.N * tiles.L_q * tiles.L_k >= FAST_MIN_SCORES
+    if grad or not fast:
+        return _attend(tiles, scale, not grad)
+    return _attend_parallel(tiles, scale)
 
 
 def _weights(tiles, scale, inplace):
@@ -156,7 +243,7 @@ def _weights(tiles, scale, inplace):
         l = torch.zeros(N, i1 - i0, 1, dtype=ct)
         tiles_of_row = []
         for j0, j1 in tiles.key_blocks(i0, i1):  # pass 1
-            s = _masked_scores(tiles, qs, i0, i1, j0, j1, p[:, i0:, j0:] if inplace else None)
+            s = _masked_scores(tiles, qs, slice(None), i0, i1, j0, j1, p[:, i0:, j0:] if inplace else None)
             if s is None:
                 continue  # a skipped tile stays 0
             tiles_of_row.append((j0, j1, s))
@@ -178,11 +265,15 @@ def _weights(tiles, scale, inplace):
     return p.reshape(*tiles.lead, L_q, L_k).to(tiles.dtype)
 
 
-def scaled_dot_product_attention(q, k, v, mask=None, is_causal=False, scale=None, block_q=None, block_k=None):
-    """softmax(Q K^T * scale) V by online softmax; q (..., L_q, d_k), k (..., L_k, d_k), v (..., L_k, d_v)."""
+def scaled_dot_product_attention(q, k, v, mask=None, is_causal=False, scale=None, block_q=None, block_k=None,
+                                 fast=None):
+    """softmax(Q K^T * scale) V by online softmax; q (..., L_q, d_k), k (..., L_k, d_k), v (..., L_k, d_v).
+
+    fast: True for the thread-pool path, False for the plain one, None (default) to choose by size.
+    """
     check_attention(q, k, v, mask=mask)
     tiles = _Tiles(q, k, mask, is_causal, block_q, block_k, v)
-    return _attend(tiles, _scale(q.shape[-1], scale), not _needs_grad(q, k, v))
+    return _sdpa(tiles, _scale(q.shape[-1], scale), _needs_grad(q, k, v), fast)
 
 
 def attention_weights(q, k, mask=None, is_causal=False, scale=None, block_q=None, block_k=None):
@@ -204,7 +295,7 @@ def multi_head_attention(query, key, value, weights, num_heads, mask=None, is_ca
     block_sizes(block_q, block_k, BLOCK_Q, BLOCK_K)  # bad sizes fail before any work
     scale = 1.0 / math.sqrt(d_k)
 
-    def attend(q, k, v):  # (B, H, L, d_k) heads, all at once, one query block at a time
-        return _attend(_Tiles(q, k, mask, is_causal, block_q, block_k, v), scale, not _needs_grad(q, k, v))
+    def attend(q, k, v):  # (B, H, L, d_k) heads
+        return _sdpa(_Tiles(q, k, mask, is_causal, block_q, block_k, v), scale, _needs_grad(q, k, v), None)
 
     return multi_head(query, key, value, weights, num_heads, attend, _linear, split_heads, merge_heads)

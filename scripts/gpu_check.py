@@ -1,7 +1,12 @@
-"""The GPU checks of issue 3, in one run of under five minutes: tests, then benchmarks, as JSON.
+"""The GPU checks, in one run of under five minutes: flash-attn, tests, then benchmarks, as JSON.
 
     python scripts/gpu_check.py                      # writes gpu_check.json in the current folder
     python scripts/gpu_check.py --out $OUT/gpu.json --quick
+    python scripts/gpu_check.py --dry-run --out /tmp/gpu.json   # no GPU: the parts a CPU can check
+    cp gpu_check.json docs/assets/benchmarks/ && python -m docs_gen   # the GPU rows of docs/benchmarks.md
+
+0. flash-attn: when it does not import, one `pip install flash-attn` within --install-timeout
+   seconds (a prebuilt wheel or nothing: no time to compile it); --no-install skips it.
 
 1. Tests: the spec's claims about flash kernels (EFF-1, EFF-2, EFF-3, PREC-1, MASK-6) for the GPU
    implementations torch_sdpa_cuda (PyTorch's flash backend, forced), flash_attn_cuda (the
@@ -13,13 +18,21 @@
    bf16/fp16 peak (H200: about 790 TFLOP/s; --peak-tflops to change it). Peak extra memory
    by torch.cuda.max_memory_allocated.
 
-It needs a CUDA GPU, PyTorch with CUDA and Triton; flash-attn is optional. Nothing here runs
-in CI (there is no GPU there); see README.md, "Benchmarks".
+It needs a CUDA GPU, PyTorch with CUDA and Triton; flash-attn is optional. The phases share a
+budget (--budget, 280 s by default): each gets its own limit or what is left, whichever is less,
+and the JSON is written after every phase, so that a run cut short keeps what it measured. The
+JSON (schema 1) is checked by docs_gen.benchmarks.validate_gpu before it is written.
+
+--dry-run needs neither a GPU nor PyTorch: it parses the arguments, builds a sample result with
+the same row builder as the real run (its numbers made up, marked "sample": true), checks it
+against the schema and renders the page's GPU rows from it. CI runs it (spec_tests/meta/test_gpu_check.py),
+so that this script cannot rot before a GPU is lent; see README.md, "Benchmarks".
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import os
 import platform
@@ -35,6 +48,54 @@ sys.path.insert(0, str(ROOT))
 GPU_IMPLS = ("torch_sdpa_cuda", "flash_attn_cuda", "triton_flash")
 CLAIMS = "EFF-1,EFF-2,EFF-3,PREC-1,MASK-6"
 H200_PEAK_TFLOPS = 790.0  # dense bf16/fp16 tensor-core peak of an H200 (SXM), about
+SCHEMA = 1
+B, H = 4, 16
+DTYPES, HEAD_DIMS = ("bfloat16", "float16"), (64, 128)
+LENGTHS, QUICK_LENGTHS = (1024, 4096, 8192, 16384), (1024, 4096)
+
+
+def commit() -> str | None:
+    try:
+        return subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True,
+                              timeout=10).stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def new_result(peak_tflops: float) -> dict:
+    return {"schema": SCHEMA, "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "commit": commit(), "peak_tflops": peak_tflops, "environment": {}, "benchmarks": []}
+
+
+def bench_row(impl: str, dtype: str, L: int, d: int, causal: bool, seconds: float | None = None,
+              peak_bytes: int | None = None, peak_tflops: float = H200_PEAK_TFLOPS, error: str | None = None) -> dict:
+    """One benchmark row of the JSON: the case, and its time, TFLOP/s, % of peak and memory (or its error)."""
+    flops = 4.0 * B * H * L * L * d / (2.0 if causal else 1.0)
+    row = {"impl": impl, "dtype": dtype, "B": B, "H": H, "L": L, "d": d, "causal": causal, "flops": flops}
+    if error is not None:
+        row["error"] = error[:500]
+    else:
+        tflops = flops / seconds / 1e12
+        row.update(seconds=seconds, tflops=round(tflops, 2), percent_of_peak=round(100 * tflops / peak_tflops, 1),
+                   peak_bytes=int(peak_bytes))
+    return row
+
+
+def install_flash_attn(timeout: float) -> dict:
+    """pip install flash-attn when it does not import, within timeout seconds; what happened."""
+    try:
+        __import__("flash_attn")
+        return {"attempted": False, "reason": "flash_attn imports already"}
+    except Exception:  # noqa: BLE001 - any import failure means: try to install
+        pass
+    cmd = [sys.executable, "-m", "pip", "install", "--no-build-isolation", "--prefer-binary", "flash-attn"]
+    start = time.perf_counter()
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=max(1.0, timeout))
+        ok, tail = proc.returncode == 0, (proc.stdout + proc.stderr)[-2000:]
+    except subprocess.TimeoutExpired:
+        ok, tail = False, f"pip ran past {timeout:.0f} s (no prebuilt wheel: compiling takes far longer)"
+    return {"attempted": True, "installed": ok, "seconds": round(time.perf_counter() - start, 1), "output_tail": tail}
 
 
 def environment() -> dict:
@@ -102,11 +163,9 @@ def run_benchmarks(quick: bool, peak_tflops: float, budget_s: float) -> list[dic
             rows.append({"impl": name, "unavailable": impl.unavailable})
         else:
             impls.append(impl)
-    B, H = 4, 16
-    lengths = [1024, 4096] if quick else [1024, 4096, 8192, 16384]
-    for dtype in ("bfloat16", "float16"):
-        for d in (64, 128):
-            for L in lengths:
+    for dtype in DTYPES:
+        for d in HEAD_DIMS:
+            for L in QUICK_LENGTHS if quick else LENGTHS:
                 for causal in (False, True):
                     if time.perf_counter() - started > budget_s:
                         rows.append({"skipped": f"benchmark time budget of {budget_s:.0f} s spent"})
@@ -114,13 +173,10 @@ def run_benchmarks(quick: bool, peak_tflops: float, budget_s: float) -> list[dic
                     g = torch.Generator(device="cuda").manual_seed(L + d)
                     q, k, v = (torch.randn(B, H, L, d, device="cuda", dtype=getattr(torch, dtype), generator=g)
                                for _ in range(3))
-                    flops = 4.0 * B * H * L * L * d / (2.0 if causal else 1.0)
                     for impl in impls:
                         if dtype not in impl.dtypes:
                             continue
                         fn = impl.module.scaled_dot_product_attention
-                        row = {"impl": impl.name, "dtype": dtype, "B": B, "H": H, "L": L, "d": d, "causal": causal,
-                               "flops": flops}
                         try:
                             seconds = _time_cuda(lambda: fn(q, k, v, is_causal=causal), warmup=3,
                                                  reps=5 if L >= 8192 else 10)
@@ -129,12 +185,10 @@ def run_benchmarks(quick: bool, peak_tflops: float, budget_s: float) -> list[dic
                             before = torch.cuda.memory_allocated()
                             fn(q, k, v, is_causal=causal)
                             torch.cuda.synchronize()
-                            tflops = flops / seconds / 1e12
-                            row.update(seconds=seconds, tflops=round(tflops, 2),
-                                       percent_of_peak=round(100 * tflops / peak_tflops, 1),
-                                       peak_bytes=int(torch.cuda.max_memory_allocated() - before))
+                            row = bench_row(impl.name, dtype, L, d, causal, seconds,
+                                            torch.cuda.max_memory_allocated() - before, peak_tflops)
                         except Exception as exc:  # noqa: BLE001 - one failing case must not lose the others
-                            row["error"] = f"{type(exc).__name__}: {exc}"[:500]
+                            row = bench_row(impl.name, dtype, L, d, causal, error=f"{type(exc).__name__}: {exc}")
                         rows.append(row)
                         print(json.dumps(row), flush=True)
                     del q, k, v
@@ -142,32 +196,104 @@ def run_benchmarks(quick: bool, peak_tflops: float, budget_s: float) -> list[dic
     return rows
 
 
-def main(argv=None) -> int:
+def sample_result(peak_tflops: float) -> dict:
+    """What a run writes, with made-up numbers (marked sample), built by the same functions."""
+    result = new_result(peak_tflops)
+    result["sample"] = True
+    result["environment"] = {"python": platform.python_version(), "torch": "sample", "cuda": "sample",
+                             "gpu": "sample GPU (dry run)", "triton": "sample", "flash_attn": "unavailable: sample"}
+    result["flash_attn_install"] = {"attempted": False, "reason": "dry run"}
+    result["tests"] = {"command": "pytest (dry run: not run)", "exit_code": 0, "seconds": 0.0,
+                       "claims": {c: {i: ("pass" if i != "flash_attn_cuda" else "unavailable") for i in GPU_IMPLS}
+                                  for c in CLAIMS.split(",")},
+                       "implementations": {}, "output_tail": ""}
+    rows = [{"impl": "flash_attn_cuda", "unavailable": "sample: flash_attn does not import"}]
+    for n, impl in enumerate(("torch_sdpa_cuda", "triton_flash")):
+        for L in QUICK_LENGTHS:
+            for causal in (False, True):
+                seconds = (1.0 + n) * 4.0 * B * H * L * L * 64 / (2.0 if causal else 1.0) / 400e12
+                rows.append(bench_row(impl, "bfloat16", L, 64, causal, seconds, 3 * B * H * L * 64 * 2, peak_tflops))
+    rows.append(bench_row("triton_flash", "float16", 1024, 128, False, error="sample error: what a failed case shows"))
+    result["benchmarks"] = rows
+    return result
+
+
+def check_and_write(result: dict, out: Path) -> list[str]:
+    """Validate the result against the schema (docs_gen.benchmarks.validate_gpu), then write it; the problems."""
+    from docs_gen.benchmarks import validate_gpu
+
+    problems = validate_gpu(result)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=2))
+    for problem in problems:
+        print(f"gpu_check: schema: {problem}", file=sys.stderr)
+    return problems
+
+
+def dry_run(args) -> int:
+    from docs_gen.benchmarks import gpu_section
+
+    result = sample_result(args.peak_tflops)
+    problems = check_and_write(result, args.out)
+    page = "\n".join(gpu_section(result))
+    print(page)
+    if problems or "| `triton_flash` |" not in page:
+        print("gpu_check: dry run FAILED", file=sys.stderr)
+        return 1
+    print(f"gpu_check: dry run ok: wrote the sample {args.out}; budgets: install {args.install_timeout:.0f} s, "
+          f"tests {args.test_timeout} s, benchmarks {args.bench_budget:.0f} s, all within {args.budget:.0f} s")
+    return 0
+
+
+def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", type=Path, default=Path("gpu_check.json"))
     ap.add_argument("--quick", action="store_true", help="L = 1024 and 4096 only")
     ap.add_argument("--peak-tflops", type=float, default=H200_PEAK_TFLOPS)
-    ap.add_argument("--test-timeout", type=int, default=150, help="seconds for the test run")
-    ap.add_argument("--bench-budget", type=float, default=100.0, help="seconds for the benchmarks")
+    ap.add_argument("--budget", type=float, default=280.0, help="seconds for everything (default 280)")
+    ap.add_argument("--install-timeout", type=float, default=40.0, help="seconds for pip install flash-attn")
+    ap.add_argument("--no-install", action="store_true", help="do not try to install flash-attn")
+    ap.add_argument("--test-timeout", type=int, default=140, help="seconds for the test run")
+    ap.add_argument("--bench-budget", type=float, default=80.0, help="seconds for the benchmarks")
     ap.add_argument("--skip-tests", action="store_true")
-    args = ap.parse_args(argv)
+    ap.add_argument("--dry-run", action="store_true", help="no GPU: check the arguments, the JSON schema and the "
+                                                          "page's GPU rows on a sample")
+    return ap
+
+
+def main(argv=None) -> int:
+    args = parser().parse_args(argv)
+    for name in ("budget", "install_timeout", "test_timeout", "bench_budget", "peak_tflops"):
+        if getattr(args, name) <= 0:
+            parser().error(f"--{name.replace('_', '-')} must be positive, got {getattr(args, name)}")
+    if args.dry_run:
+        return dry_run(args)
+    deadline = time.perf_counter() + args.budget
+
+    def left(limit: float) -> float:
+        return max(1.0, min(limit, deadline - time.perf_counter()))
 
     import torch
 
     if not torch.cuda.is_available():
-        print("gpu_check: torch sees no CUDA GPU; nothing to check", file=sys.stderr)
+        print("gpu_check: torch sees no CUDA GPU; nothing to check (--dry-run checks what a CPU can)", file=sys.stderr)
         return 2
-    result = {"environment": environment(), "peak_tflops": args.peak_tflops}
+    result = new_result(args.peak_tflops)
+    if not args.no_install:
+        result["flash_attn_install"] = install_flash_attn(left(args.install_timeout))
+        print(json.dumps({k: v for k, v in result["flash_attn_install"].items() if k != "output_tail"}), flush=True)
+    result["environment"] = environment()
     print(json.dumps(result["environment"]), flush=True)
+    check_and_write(result, args.out)
     if not args.skip_tests:
-        result["tests"] = run_tests(args.test_timeout)
+        result["tests"] = run_tests(int(left(args.test_timeout)))
         print(json.dumps({k: v for k, v in result["tests"].items() if k != "output_tail"}, indent=1), flush=True)
-    result["benchmarks"] = run_benchmarks(args.quick, args.peak_tflops, args.bench_budget)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2))
-    print(f"gpu_check: wrote {args.out}")
+        check_and_write(result, args.out)
+    result["benchmarks"] = run_benchmarks(args.quick, args.peak_tflops, left(args.bench_budget))
+    problems = check_and_write(result, args.out)
+    print(f"gpu_check: wrote {args.out}" + (f" ({len(problems)} schema problems)" if problems else ""))
     tests_ok = args.skip_tests or result["tests"]["exit_code"] == 0
-    return 0 if tests_ok else 1
+    return 0 if tests_ok and not problems else 1
 
 
 if __name__ == "__main__":

@@ -2,7 +2,8 @@
 
 Every implementation selected with --impl (default: every built-in that runs here), in the
 dtypes of MHA_SPEC_BENCH_DTYPES, at the sizes of MHA_SPEC_BENCH_SIZE (conftest.py), grouped
-by operation and size. FLOPs counted (forward, multiply-adds as 2):
+by operation and size (pytest-benchmark's groups); the docs page groups them by everything but
+the length (the width D, for LayerNorm) and plots each group against it. FLOPs counted (forward, multiply-adds as 2):
 
     sdpa        4 B H L_q L_k d            (Q K^T and P V), halved when causal
     mha         8 B L D^2 + 4 B H L^2 d_k  (four projections, then attention), attention halved when causal
@@ -14,21 +15,28 @@ import pytest
 from spec_tests.benchmarks.conftest import SIZE, run_case
 from spec_tests.harness.strategies import mha_weights, normal
 
-SDPA_SIZES = {  # (B, H, L, d); B=1, H=8, d=64 is bench_sweep.py's, over L
-    "tiny": [(1, 2, 16, 8)],
-    "default": [(4, 8, 512, 64), (2, 8, 1024, 128)],
-    "large": [(4, 16, 4096, 64), (1, 16, 8192, 128)],
+# Every group (a configuration of everything but the length) is measured at several lengths, so
+# that each plot has a slope and each fitted exponent a value; LayerNorm at several widths D.
+LENGTHS = {"tiny": [8, 16], "default": [256, 512, 1024, 2048], "large": [1024, 2048, 4096, 8192]}[SIZE]
+SDPA_GROUPS = {  # (B, H, d); B=1, H=8, d=64 is bench_sweep.py's, to L = 4096
+    "tiny": [(1, 2, 8)],
+    "default": [(4, 8, 64), (2, 8, 128)],
+    "large": [(4, 16, 64), (1, 16, 128)],
 }[SIZE]
-MHA_SIZES = {  # (B, L, D, H)
-    "tiny": [(1, 16, 16, 2)],
-    "default": [(1, 256, 512, 8), (2, 1024, 512, 8)],
-    "large": [(2, 1024, 1024, 16), (1, 4096, 1024, 16)],
+MHA_GROUPS = {  # (B, D, H)
+    "tiny": [(1, 16, 2)],
+    "default": [(2, 512, 8)],
+    "large": [(2, 1024, 16)],
 }[SIZE]
-LN_SIZES = {  # (B, L, D)
-    "tiny": [(2, 8, 16)],
-    "default": [(8, 512, 512), (8, 2048, 1024)],
-    "large": [(16, 4096, 1024), (8, 8192, 4096)],
+LN_GROUPS = {  # (B, L), over the widths LN_WIDTHS
+    "tiny": [(2, 8)],
+    "default": [(8, 512)],
+    "large": [(16, 4096)],
 }[SIZE]
+LN_WIDTHS = {"tiny": [16, 32], "default": [256, 512, 1024, 2048], "large": [1024, 2048, 4096, 8192]}[SIZE]
+SDPA_SIZES = [(B, H, L, d) for B, H, d in SDPA_GROUPS for L in LENGTHS]
+MHA_SIZES = [(B, L, D, H) for B, D, H in MHA_GROUPS for L in LENGTHS]
+LN_SIZES = [(B, L, D) for B, L in LN_GROUPS for D in LN_WIDTHS]
 
 
 def attention_flops(B, H, L_q, L_k, d, causal):
@@ -59,5 +67,6 @@ def test_mha(benchmark, impl, B, L, D, H, causal):
 @pytest.mark.parametrize("B, L, D", LN_SIZES, ids=[f"B{b}-L{l}-D{dm}" for b, l, dm in LN_SIZES])
 def test_layer_norm(benchmark, impl, B, L, D):
     x, g, b = normal(0, (B, L, D)), normal(1, (D,), 0.5, 1.0), normal(2, (D,))
-    info = dict(op="layer_norm", shape=f"B={B} L={L} D={D}", B=B, H=None, L=L, L_k=None, d=None, D=D, causal=False)
+    info = dict(op="layer_norm", shape=f"B={B} L={L} D={D}", B=B, H=None, L=L, L_k=None, d=None, D=D, causal=False,
+                axis="D")  # plotted against the width D
     run_case(benchmark, impl, "layer_norm", (x, g, b), {}, info, 8.0 * B * L * D)

@@ -11,13 +11,15 @@ Every case times the implementation's own call on its own arrays (converted befo
 region; on a GPU the timed call ends with torch.cuda.synchronize()), then measures the peak
 extra memory of one more call (spec_tests/harness/memory.py), and records in extra_info:
 impl, op, dtype, device, B, H, L (= L_q), L_k, d, D, causal, flops, gflops, peak_bytes,
-memory_method, threads.
+memory_method, threads, load_average (the 1-minute load when the case ended), and axis ("D"
+for LayerNorm, whose groups vary the width; "L", the length, when absent).
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import subprocess
 import time
 from pathlib import Path
 
@@ -47,6 +49,27 @@ MAX_ROUNDS = 3 if SIZE == "tiny" else max(50, MIN_ROUNDS)
 
 
 HERE = Path(__file__).resolve().parent
+
+
+def _git(*args: str) -> str | None:
+    try:
+        return subprocess.run(["git", *args], cwd=HERE, capture_output=True, text=True, timeout=10).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+# The commit measured: taken when this module is imported, before any benchmark runs (pytest-benchmark
+# takes it when it writes the JSON, at the end, when the tree may have moved on).
+_START_COMMIT = {"id": (_git("rev-parse", "HEAD") or "").strip() or None,
+                 "dirty": bool((_git("status", "--porcelain", "--untracked-files=no") or "").strip())}
+
+
+def pytest_benchmark_update_commit_info(config, commit_info):
+    """commit_info's id and dirty flag as they were when the benchmarks started."""
+    if _START_COMMIT["id"]:
+        if commit_info.get("id") != _START_COMMIT["id"] or commit_info.get("dirty") != _START_COMMIT["dirty"]:
+            commit_info["at_end"] = {"id": commit_info.get("id"), "dirty": commit_info.get("dirty")}
+        commit_info.update(_START_COMMIT)
 
 
 def pytest_collection_modifyitems(config, items):
@@ -124,4 +147,5 @@ def run_case(benchmark, impl, fname: str, args: tuple, kwargs: dict, info: dict,
         info, impl=impl.name, dtype=impl.dtype, device=impl.impl.device, threads=THREADS,
         flops=flops, gflops=(flops / mean / 1e9) if flops and mean else None,
         peak_bytes=int(peak), memory_method=memory.method(impl.backend, impl.impl.device),
+        load_average=round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else None,
     )

@@ -157,15 +157,35 @@ def write(costs: list[Cost], errors: list[PerformerError], out_dir) -> None:
         {"costs": [dict(asdict(c), memory_exponent=c.memory_exponent, time_exponent=c.time_exponent) for c in costs],
          "performer": [dict(asdict(e), slope=e.slope) for e in errors]}, indent=1) + "\n")
 
+    plot_costs(costs, out_dir / "efficient_complexity.svg")
+
+
+def plot_costs(costs: list[Cost], path) -> None:
+    """Peak memory and time against L, log-log, one line per method; x ticks at the lengths measured, labelled plainly.
+
+    The x axis is in base 2 with a tick at each measured length only (256, 512, ...): base-10
+    minor ticks (2×10², 3×10², ...) crowd each other into overlapping labels.
+    """
+    from matplotlib.ticker import NullLocator
+
+    from spec_tests.experiments import pyplot, save_svg
+
     plt = pyplot()
-    fig, axes = plt.subplots(1, 2, figsize=(9, 3.2))
+    lengths = costs[0].lengths
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.6))
     for c in costs:
         axes[0].loglog(c.lengths, np.array(c.peak_bytes) / 2**20, marker="o", markersize=3, label=c.method)
         axes[1].loglog(c.lengths, np.array(c.seconds) * 1e3, marker="o", markersize=3, label=c.method)
     axes[0].set_ylabel("peak extra memory (MiB)")
     axes[1].set_ylabel("time per call (ms)")
     for ax in axes:
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(lengths)
+        ax.set_xticklabels([str(L) for L in lengths])
+        ax.xaxis.set_minor_locator(NullLocator())
         ax.set_xlabel("sequence length L")
+        ax.grid(True, which="major", alpha=0.3)
         ax.legend(fontsize=7)
-    save_svg(fig, out_dir / "efficient_complexity.svg")
+    fig.tight_layout()
+    save_svg(fig, path)
     plt.close(fig)
