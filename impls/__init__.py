@@ -1,1 +1,1 @@
-"""Implementations under test, one module each, obeying the contract of DESIGN.md (see README.md)."""
+"""Implementations under test, one module each, obeying the contract in CONTRACT.md (see README.md)."""

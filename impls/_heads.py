@@ -2,7 +2,7 @@
 
     MultiHead(Q, K, V) = Concat(head_1, ..., head_H) W^O + b_O,   head_h = Attention(Q W_h^Q, K W_h^K, V W_h^V)
 
-with the contract's (D, D) weights used as x @ W + b (DESIGN.md). `attend` gets the heads as
+with the contract's (D, D) weights used as x @ W + b (CONTRACT.md). `attend` gets the heads as
 (B, H, L, d_k) arrays and returns (B, H, L_q, d_k); `linear`, `split_heads` and `merge_heads`
 are the backend's (NumPy or PyTorch).
 """

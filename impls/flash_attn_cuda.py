@@ -1,6 +1,6 @@
-"""The `flash-attn` package's kernel (FlashAttention-2, Dao 2023) on a CUDA GPU; follows DESIGN.md.
+"""The `flash-attn` package's kernel (FlashAttention-2, Dao 2023) on a CUDA GPU; follows CONTRACT.md.
 
-Seed 001 §4.1 calls `flash_attention(q, k, v)` from `flash_attn`; its current entry point is
+Lecture note 2 §4.1 calls `flash_attention(q, k, v)` from `flash_attn`; its current entry point is
 `flash_attn_func(q, k, v, dropout_p, softmax_scale, causal)` on (batch, seqlen, heads, head_dim)
 tensors in float16/bfloat16. Since flash-attn 2.1 its causal mask is bottom-right aligned,
 the contract's. It takes no arbitrary mask and needs one head dim for q, k and v (<= 256):

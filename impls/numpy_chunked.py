@@ -1,6 +1,6 @@
-"""Exact attention by online softmax, in NumPy: never an L_q x L_k matrix (seed 001 §4.1); follows DESIGN.md.
+"""Exact attention by online softmax, in NumPy: never an L_q x L_k matrix (lecture note 2 §4.1); follows CONTRACT.md.
 
-"Split the big matrix into small blocks" (seed 001 §4.1), done so that the result is
+"Split the big matrix into small blocks" (lecture note 2 §4.1), done so that the result is
 exact, not approximate: FlashAttention's online softmax (Milakov & Gimelshein 2018;
 Dao et al. 2022). For one block of queries, the keys stream past in blocks, and each
 query row keeps three running quantities:

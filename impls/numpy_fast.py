@@ -1,4 +1,4 @@
-"""Multi-head attention in NumPy, written for speed; follows the contract of DESIGN.md.
+"""Multi-head attention in NumPy, written for speed; follows the contract in CONTRACT.md.
 
 Same math as the oracle in `reference/`, arranged to make fewer passes over memory:
 

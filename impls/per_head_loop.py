@@ -1,8 +1,8 @@
-"""Multi-head attention read literally from seed 000 §1: H separate heads, one at a time.
+"""Multi-head attention read literally from lecture note 1 §1: H separate heads, one at a time.
 
 "Do H separate attention computations, each head with its own W_Q, W_K, W_V, then
-concatenate and fuse" (seed 000 §1, §3). Head h's own D x d_k matrices are the column
-blocks h*d_k:(h+1)*d_k of the (D, D) `w_q`, `w_k`, `w_v` of the contract (DESIGN.md),
+concatenate and fuse" (lecture note 1 §1, §3). Head h's own D x d_k matrices are the column
+blocks h*d_k:(h+1)*d_k of the (D, D) `w_q`, `w_k`, `w_v` of the contract (CONTRACT.md),
 so this file and the fused implementations must agree (claim MHA-4).
 
 Plain NumPy with plain loops, written to be read, not to be fast: each attention matrix

@@ -4,7 +4,7 @@ Fill in each function, then check it against the specification:
 
     pytest --impl impls/template.py        (or a copy of this file anywhere: --impl ~/hw/attention.py)
 
-Every function follows the implementation contract in DESIGN.md; its docstring states
+Every function follows the implementation contract in CONTRACT.md; its docstring states
 the equation, the shapes and the rules that most often trip people up. A function that
 still raises NotImplementedError is reported as "not implemented", and the message points
 at the chapter to read. Delete a function entirely to skip its claims instead.

@@ -1,19 +1,19 @@
-"""Multi-head attention in plain PyTorch, written the way seed 000's code is; follows the contract of DESIGN.md.
+"""Multi-head attention in plain PyTorch, written the way lecture note 1's code is; follows the contract in CONTRACT.md.
 
-Seed 000's `MultiHeadAttention.forward`, step for step (view + transpose to split the
+Lecture note 1's `MultiHeadAttention.forward`, step for step (view + transpose to split the
 heads, `torch.matmul`, `masked_fill` with -inf, `F.softmax`, transpose + contiguous +
 view to merge), with the corrections the contract requires:
 
-- a mask is boolean and True means "may attend" (the seed's fill where `mask == 0` agrees);
+- a mask is boolean and True means "may attend" (the lecture note's fill where `mask == 0` agrees);
 - `is_causal` is bottom-right aligned, `j <= i + (L_k - L_q)`, and is ANDed with the mask;
-- a query with no visible key outputs exactly 0 with weights 0 (the seed's -inf fill
+- a query with no visible key outputs exactly 0 with weights 0 (the lecture note's -inf fill
   gives NaN there), and its gradient is 0, not NaN;
 - weights are (D, D) in the `y = x @ W + b` orientation, not `nn.Linear`'s (out, in);
 - in float16 and bfloat16 the softmax and the LayerNorm statistics run in float32
-  (seed 001 §4.2: "LayerNorm must stay in FP32"), and the result is cast back.
+  (lecture note 2 §4.2: "LayerNorm must stay in FP32"), and the result is cast back.
 
 What stays naive: Q K^T is computed in the input dtype, so float16 scores beyond
-65504 overflow to inf (and the softmax gives NaN), as they do in the seed's code and
+65504 overflow to inf (and the softmax gives NaN), as they do in the lecture notes' code and
 in the float16 oracle; PyTorch's fused kernel accumulates in float32 and does not.
 """
 
@@ -84,7 +84,7 @@ def split_heads(x, num_heads):
     """(..., L, D) -> (..., H, L, D/H): head h gets features h*d_k:(h+1)*d_k."""
     *lead, L, D = x.shape
     d_k = check_num_heads(D, num_heads)
-    # the seed's .view, as .reshape so that a non-contiguous x works too
+    # the lecture note's .view, as .reshape so that a non-contiguous x works too
     x = x.reshape(*lead, L, num_heads, d_k)  # (..., L, H, d_k)
     return x.transpose(-3, -2)  # (..., H, L, d_k)
 
@@ -140,7 +140,7 @@ def layer_norm(x, gamma, beta, eps=1e-5):
     """gamma * (x - mean) / sqrt(var + eps) + beta over the last axis, biased variance; (..., D) -> (..., D)."""
     check_layer_norm(x, gamma, beta)
     dtype = x.dtype
-    if dtype in _LOW_PRECISION:  # statistics in float32 (seed 001 §4.2)
+    if dtype in _LOW_PRECISION:  # statistics in float32 (lecture note 2 §4.2)
         x, gamma, beta = x.float(), gamma.float(), beta.float()
     mean = x.mean(dim=-1, keepdim=True)  # (..., 1)
     centred = x - mean  # (..., D); two passes, no E[x²] - E[x]² cancellation

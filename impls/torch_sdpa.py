@@ -1,4 +1,4 @@
-"""Multi-head attention on PyTorch's fused kernels; follows the contract of DESIGN.md.
+"""Multi-head attention on PyTorch's fused kernels; follows the contract in CONTRACT.md.
 
 Built on `torch.nn.functional.scaled_dot_product_attention` and
 `torch.nn.functional.layer_norm`, with what PyTorch does differently handled here:
@@ -13,7 +13,7 @@ Built on `torch.nn.functional.scaled_dot_product_attention` and
   given a harmless all-visible mask and zeroed afterwards, so the result and its gradient
   are 0 whichever kernel runs.
 - The kernel returns no weights; `attention_weights` runs it with V = I, whose output is P.
-- LayerNorm of float16/bfloat16 runs in float32 (seed 001 §4.2) and is cast back; below float64
+- LayerNorm of float16/bfloat16 runs in float32 (lecture note 2 §4.2) and is cast back; below float64
   each row is centred before F.layer_norm, which alone loses digits on rows with a large mean.
 """
 
@@ -136,7 +136,7 @@ def layer_norm(x, gamma, beta, eps=1e-5):
     D = x.shape[-1:]
     if x.dtype == torch.float64:
         return F.layer_norm(x, D, gamma, beta, float(eps))
-    # float32 inside, also for float16/bfloat16 inputs (seed 001 §4.2), then back
+    # float32 inside, also for float16/bfloat16 inputs (lecture note 2 §4.2), then back
     x32 = x.float()
     # LN(x - c) = LN(x) for any per-row shift c. Removing the row mean first (exact in float32
     # when the mean dominates the row) leaves F.layer_norm rows with a small mean: rows at

@@ -1,4 +1,4 @@
-"""PyTorch's fused attention on a CUDA GPU, with the FlashAttention backend forced where it applies; follows DESIGN.md.
+"""PyTorch's fused attention on a CUDA GPU, with the FlashAttention backend forced where it applies; follows CONTRACT.md.
 
 Claim EFF-3 is about flash kernels, and `F.scaled_dot_product_attention` chooses its backend
 itself (flash, memory-efficient, cuDNN or math). Here the flash backend is forced, with
@@ -7,7 +7,7 @@ takes: float16/bfloat16, no mask (flash kernels take none, only causal), one hea
 k and v, a multiple of 8 and at most 256. Everything else (a mask, head dims 59 or 300, ...)
 goes to impls/torch_sdpa, which lets PyTorch choose.
 
-Causal alignment: the contract's is bottom-right (DESIGN.md), PyTorch's `is_causal` is
+Causal alignment: the contract's is bottom-right (CONTRACT.md), PyTorch's `is_causal` is
 top-left. They agree when L_q == L_k; otherwise the mask is
 `torch.nn.attention.bias.causal_lower_right(L_q, L_k)`, which PyTorch dispatches to the flash
 kernel's own bottom-right causal mode. Queries that see no key (causal with L_q > L_k) are

@@ -1,4 +1,4 @@
-"""A flash-attention forward kernel of our own, in Triton (seed 001 §4.1, §4.3); follows DESIGN.md.
+"""A flash-attention forward kernel of our own, in Triton (lecture note 2 §4.1, §4.3); follows CONTRACT.md.
 
 One program computes one block of queries of one (batch, head) slice: it keeps the
 block's Q in registers, streams the keys and values past in blocks, and updates the

@@ -1,6 +1,6 @@
 """The float64 NumPy oracle: the textbook's code, one concept per module.
 
-Every function follows the implementation contract in DESIGN.md. It is written
+Every function follows the implementation contract in CONTRACT.md. It is written
 to be read, not to be fast; `impls/` holds the fast versions.
 """
 

@@ -1,4 +1,4 @@
-"""Scaled dot-product attention (seed 000 §2, seed 001 §1.2; Vaswani et al. 2017, eq. 1).
+"""Scaled dot-product attention (lecture note 1 §2, lecture note 2 §1.2; Vaswani et al. 2017, eq. 1).
 
     Attention(Q, K, V) = softmax(Q K^T / sqrt(d_k)) V
 

@@ -1,4 +1,4 @@
-"""Batch normalisation, for contrast with LayerNorm (seed 001 §2.3; Ioffe & Szegedy 2015).
+"""Batch normalisation, for contrast with LayerNorm (lecture note 2 §2.3; Ioffe & Szegedy 2015).
 
     training:  μ_f = mean over the batch (and positions) of feature f,  σ²_f likewise
                y = γ (x - μ) / sqrt(σ² + ε) + β,  and the running statistics move toward μ, σ²
@@ -7,7 +7,7 @@
     x ∈ R^{N × D} or R^{B × L × D}: statistics over every axis except the last (features)
 
 Its output for one sample depends on the other samples in the batch, and it
-behaves differently in training and inference: the two rows of seed 001 §2.3's
+behaves differently in training and inference: the two rows of lecture note 2 §2.3's
 table that LayerNorm does not share (claim LN-8).
 """
 

@@ -1,4 +1,4 @@
-"""Input checks of the implementation contract (DESIGN.md, "Bad input raises ValueError").
+"""Input checks of the implementation contract (CONTRACT.md, "Bad input raises ValueError").
 
 Every check names the offending values in its message, so that a learner who
 passes a bad shape reads what was wrong, not only that something was.

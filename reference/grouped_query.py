@@ -1,4 +1,4 @@
-"""Grouped-query and multi-query attention (seed 000, closing paragraph; Ainslie et al. 2023, Shazeer 2019).
+"""Grouped-query and multi-query attention (lecture note 1, closing paragraph; Ainslie et al. 2023, Shazeer 2019).
 
     G = num_kv_heads, a divisor of H;  query heads come in G groups of H / G consecutive heads
     head_h = Attention(Q W_h^Q, K W_{g(h)}^K, V W_{g(h)}^V),   g(h) = h // (H / G)

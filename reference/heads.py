@@ -1,9 +1,9 @@
-"""Splitting features into heads and concatenating them back (seed 000 §3, seed 001 §1.1, §1.3).
+"""Splitting features into heads and concatenating them back (lecture note 1 §3, lecture note 2 §1.1, §1.3).
 
     split:  X ∈ R^{L × D}  ->  (X_1, ..., X_H),  X_h = X[:, h·d_k : (h+1)·d_k] ∈ R^{L × d_k},  d_k = D / H
     merge:  Concat(head_1, ..., head_H) ∈ R^{L × H·d_k}, concatenated along the feature axis
 
-Concatenation is along the features, never along L (seed 000, pitfalls). The
+Concatenation is along the features, never along L (lecture note 1, pitfalls). The
 reshape alone would interleave positions and heads; the transpose is what puts
 the head axis in front of L.
 """

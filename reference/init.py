@@ -1,4 +1,4 @@
-"""Xavier/Glorot initialisation (seed 001 §3.3; Glorot & Bengio 2010).
+"""Xavier/Glorot initialisation (lecture note 2 §3.3; Glorot & Bengio 2010).
 
     W ∈ R^{fan_in × fan_out},   Var(W_ij) = 2 / (fan_in + fan_out)
     uniform: W_ij ~ U(-a, a) with a = sqrt(6 / (fan_in + fan_out))

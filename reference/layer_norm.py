@@ -1,4 +1,4 @@
-"""Layer normalisation (seed 001 §2.1; Ba et al. 2016).
+"""Layer normalisation (lecture note 2 §2.1; Ba et al. 2016).
 
     μ   = (1/D) Σ_i x_i                       mean over the features of one sample
     σ²  = (1/D) Σ_i (x_i - μ)²                biased (population) variance
@@ -8,7 +8,7 @@
 
 Statistics are per sample: nothing is shared across the batch, and there is no
 train/eval difference (unlike BatchNorm, see `reference.batch_norm`).
-Note: seed 001 §2.2's code uses the *unbiased* std with ε added to the std,
+Note: lecture note 2 §2.2's code uses the *unbiased* std with ε added to the std,
 which is not the formula above (claim LN-6 tells the two apart).
 """
 

@@ -1,4 +1,4 @@
-"""Linformer: attention through a low-rank projection of the length axis (seed 001 §5.1; Wang et al. 2020).
+"""Linformer: attention through a low-rank projection of the length axis (lecture note 2 §5.1; Wang et al. 2020).
 
     Linformer(Q, K, V) = softmax(Q (E K)^T · scale) (F V)
 
@@ -6,7 +6,7 @@
     E, F ∈ R^{k × L}   learned (here: random, N(0, 1/k)) projections of the L keys onto k rows
 
 The scores are L_q × k instead of L_q × L: for a fixed k, time and memory grow as O(L)
-(the seed's table). The approximation rests on the attention matrix having low rank;
+(the lecture note's table). The approximation rests on the attention matrix having low rank;
 with k = L and E = F = I nothing is projected away and it is exactly softmax attention
 (claim EFF-5). E and F mix positions, so a causal or padding mask cannot be applied to
 the projected keys: Linformer as published is for bidirectional encoders.

@@ -1,4 +1,4 @@
-"""Masks: which keys each query may see. True means "may attend" (DESIGN.md).
+"""Masks: which keys each query may see. True means "may attend" (CONTRACT.md).
 
     causal:   query i sees key j  iff  j <= i + (L_k - L_q)      (bottom-right aligned)
     padding:  query i sees key j  iff  j < length of j's sequence
@@ -24,7 +24,7 @@ def causal_mask(L_q: int, L_k: int) -> np.ndarray:
 def padding_mask(lengths, L: int) -> np.ndarray:
     """M[b, 0, 0, j] = (j < lengths[b]): a key-padding mask of shape (B, 1, 1, L), bool.
 
-    Broadcasts over heads and queries, the shape seed 001 §3.2 builds with
+    Broadcasts over heads and queries, the shape lecture note 2 §3.2 builds with
     `(x != pad_idx).unsqueeze(1).unsqueeze(2)`.
     """
     lengths = np.asarray(lengths)[:, None]  # (B, 1)

@@ -1,4 +1,4 @@
-"""Multi-head attention (seed 000 §1–§3 and its formula; Vaswani et al. 2017, §3.2.2).
+"""Multi-head attention (lecture note 1 §1–§3 and its formula; Vaswani et al. 2017, §3.2.2).
 
     MultiHead(Q, K, V) = Concat(head_1, ..., head_H) W^O + b_O
     head_h             = Attention(Q W_h^Q + b_h^Q, K W_h^K + b_h^K, V W_h^V + b_h^V)

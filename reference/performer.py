@@ -1,4 +1,4 @@
-"""Performer: softmax attention by positive random features, FAVOR+ (seed 001 §5.1; Choromanski et al. 2021).
+"""Performer: softmax attention by positive random features, FAVOR+ (lecture note 2 §5.1; Choromanski et al. 2021).
 
     exp(q · k) = E_ω[ φ_ω(q) φ_ω(k) ],   φ_ω(x) = exp(ω · x - |x|² / 2),   ω ~ N(0, I_d)
 
@@ -8,7 +8,7 @@
     q, k are first multiplied by sqrt(scale) (= d^(-1/4)), so that q · k is the scaled score.
 
 Computed right to left, φ(K)^T V is m × d_v and no L × L matrix appears: time and memory
-grow as O(L · m) (the seed's table). Each feature is positive, so the estimated weights
+grow as O(L · m) (the lecture note's table). Each feature is positive, so the estimated weights
 are positive and the denominator never vanishes (the "+" of FAVOR+). The estimate is
 unbiased in numerator and denominator; its error falls like 1/sqrt(m) (claim EFF-5).
 For numerical range, every exponent is shifted by a maximum: per query row for φ(q)

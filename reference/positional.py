@@ -1,4 +1,4 @@
-"""Sinusoidal positional encoding (seed 001 §5.2; Vaswani et al. 2017, §3.5).
+"""Sinusoidal positional encoding (lecture note 2 §5.2; Vaswani et al. 2017, §3.5).
 
     PE[p, 2i]   = sin(p / 10000^(2i / D))
     PE[p, 2i+1] = cos(p / 10000^(2i / D))

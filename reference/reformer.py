@@ -1,4 +1,4 @@
-"""Reformer: attention within locality-sensitive-hashing buckets (seed 001 §5.1; Kitaev et al. 2020).
+"""Reformer: attention within locality-sensitive-hashing buckets (lecture note 2 §5.1; Kitaev et al. 2020).
 
     h(x) = argmax([x̂ R ; -x̂ R])  ∈ {0, ..., n_b - 1},   x̂ = x / |x|,   R ∈ R^{d × n_b/2} random N(0, 1)
     (n_b even; n_b = 1 is the degenerate case of no rotation at all: every vector in bucket 0)
@@ -10,7 +10,7 @@ the keys that dominate a softmax row) land in the same bucket with high probabil
 Queries and keys are each sorted by bucket (O(L log L)); LSH buckets are not of equal size,
 so, as in the Reformer, the sorted sequences are cut into n equal chunks and the queries of
 chunk i attend to the keys of chunks i - 1 and i that share their bucket. Each chunk's
-scores are c × 2c: time O(L log L + L c), memory O(L c) (the seed's table: O(L log L)).
+scores are c × 2c: time O(L log L + L c), memory O(L c) (the lecture note's table: O(L log L)).
 
 The result is exactly naive attention under `reformer_mask` (bucket equality and chunk
 neighbourhood). Without chunking (chunk_size=None, one chunk) the mask is bucket equality

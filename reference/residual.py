@@ -1,4 +1,4 @@
-"""Residual blocks and where the LayerNorm goes (seed 001 §3.3 and its closing paragraph; Xiong et al. 2020).
+"""Residual blocks and where the LayerNorm goes (lecture note 2 §3.3 and its closing paragraph; Xiong et al. 2020).
 
     Post-LN (Vaswani et al. 2017):  x ← LN(x + sublayer(x))        normalise after adding
     Pre-LN  (GPT-2 and most since): x ← x + sublayer(LN(x))        normalise the branch only
@@ -6,7 +6,7 @@
     x ∈ R^{B × L × D}; sublayer: R^{B × L × D} -> R^{B × L × D} (multi-head attention, or the
     position-wise feed-forward network FFN(x) = max(0, x W_1 + b_1) W_2 + b_2, W_1 ∈ R^{D × F})
 
-Both keep the shape (B, L, D): that is why the attention output must be L × D (seed 000
+Both keep the shape (B, L, D): that is why the attention output must be L × D (lecture note 1
 §5). They differ in the gradient path. Pre-LN leaves an identity path from the last layer
 to the first (x_L = x_0 + Σ branches), so gradients arrive at every layer at a similar size;
 Post-LN puts an LN on that path after every layer, and at initialisation its gradients are

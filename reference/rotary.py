@@ -1,4 +1,4 @@
-"""Rotary position embedding, RoPE (seed 001 §5.2; Su et al. 2021, RoFormer eq. 34).
+"""Rotary position embedding, RoPE (lecture note 2 §5.2; Su et al. 2021, RoFormer eq. 34).
 
     θ_i = base^(-2i / d),   i ∈ {0, ..., d/2 - 1}
     rope(x, m)[2i]   = x[2i] cos(m θ_i) - x[2i+1] sin(m θ_i)

@@ -1,4 +1,4 @@
-"""Sliding-window attention with global tokens, Longformer's pattern (seed 001 §5.1; Beltagy et al. 2020).
+"""Sliding-window attention with global tokens, Longformer's pattern (lecture note 2 §5.1; Beltagy et al. 2020).
 
     query i sees key j  iff  |i - j| <= w   or  i ∈ G  or  j ∈ G
 

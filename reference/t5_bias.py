@@ -1,4 +1,4 @@
-"""T5's relative position bias (seed 001 §5.2; Raffel et al. 2020, §2.1; Shaw et al. 2018).
+"""T5's relative position bias (lecture note 2 §5.2; Raffel et al. 2020, §2.1; Shaw et al. 2018).
 
     n = j - i                                   key position minus query position
     bias[h, i, j] = table[h, bucket(j - i)]     one learned scalar per head and bucket,

@@ -2,7 +2,7 @@
 
     heads.py            MHA-8  do heads specialise? 2 heads against 1 at equal D on a two-offset copy task
     norm_placement.py   RES-2  gradient norms per layer at initialisation, Post-LN against Pre-LN
-    complexity.py       EFF-5  time and memory against L for naive attention and seed 001 §5.1's variants,
+    complexity.py       EFF-5  time and memory against L for naive attention and lecture note 2 §5.1's variants,
                                and Performer's error against its number of random features
 
 Each module has a `run(...)` that returns its numbers (the spec's tests call it, reduced, and
@@ -13,7 +13,7 @@ in docs/generated/. Regenerate them all with
     python -m spec_tests.experiments               # the full runs, a few minutes on a laptop CPU
     python -m spec_tests.experiments --reduced     # the sizes CI runs (MHA_SPEC_REDUCED=1 for the tests)
 
-The MHA-8 run also saves its first seed's trained models (heads_trained.npz, next to this file):
+The MHA-8 run also saves the trained models of its first random seed (heads_trained.npz, next to this file):
 the fast MHA-8 test loads them into any implementation's multi_head_attention.
 
 Nothing here is timed inside a test: times are reported, memory exponents asserted with wide margins.

@@ -1,6 +1,6 @@
-"""EFF-5: seed 001 §5.1's complexity table, measured; and Performer's error against its number of features.
+"""EFF-5: lecture note 2 §5.1's complexity table, measured; and Performer's error against its number of features.
 
-    | method     | seed 001's claim | what is held fixed as L grows                 |
+    | method     | lecture note 2's claim | what is held fixed as L grows                 |
     | naive      | O(L²)            | (the baseline: the L x L score matrix)        |
     | Longformer | O(L)             | window w = 32 on each side, one global token  |
     | Linformer  | O(L)             | projected length k = 64                       |

@@ -1,4 +1,4 @@
-"""MHA-8: do attention heads specialise, and does multi-head beat single-head at equal D? (seed 000 §4)
+"""MHA-8: do attention heads specialise, and does multi-head beat single-head at equal D? (lecture note 1 §4)
 
 The task needs two different relative positions at once: from a sequence of random tokens
 x_0 .. x_{T-1} over a vocabulary of V, predict at every position i >= 3 both x_{i-1} and x_{i-3}
@@ -129,7 +129,7 @@ TRAINED = Path(__file__).resolve().parent / "heads_trained.npz"
 
 
 def save_trained(results: list[Result], path: Path = TRAINED) -> None:
-    """The first seed's 1-head and 2-head models, for the fast MHA-8 test that runs them on any implementation."""
+    """The 1-head and 2-head models of the first random seed, for the MHA-8 demonstration on the stored models."""
     seed = results[0].seed
     arrays = {f"h{r.heads}/{k}": v for r in results if r.seed == seed for k, v in r.weights.items()}
     np.savez(path, **arrays)

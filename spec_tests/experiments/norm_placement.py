@@ -1,4 +1,4 @@
-"""RES-2: gradient norms per layer at initialisation, Post-LN against Pre-LN (seed 001 §3.3; Xiong et al. 2020).
+"""RES-2: gradient norms per layer at initialisation, Post-LN against Pre-LN (lecture note 2 §3.3; Xiong et al. 2020).
 
 A stack of N Transformer encoder layers (self-attention and a ReLU feed-forward network, each in a
 residual block; `torch.nn.TransformerEncoderLayer` with `norm_first=False` for Post-LN and `True`
@@ -8,7 +8,7 @@ cross-entropy of a linear read-out against random labels. One backward pass at i
 then the Frobenius norm of each layer's parameter gradient (all its matrices and vectors
 together), and separately of its second feed-forward matrix W_2 (the quantity Xiong et al. plot).
 
-The note's claim (seed 001's closing paragraph, Xiong et al.'s Figure 3): Post-LN's gradients
+The note's claim (lecture note 2's closing paragraph, Xiong et al.'s Figure 3): Post-LN's gradients
 grow toward the output layers, Pre-LN's stay level. What this run shows is written next to the
 numbers in docs/residual.md; `ratio_last_first` and `post_over_pre_last` are what the test asserts.
 """
