@@ -285,10 +285,17 @@ def install(names, ops) -> None:
                 f = torch_state["fns"]
                 f["_pop_torch_dispatch_stack"](None)
                 f["_pop_torch_function_stack"]()
-            else:
+            else:  # this call fails; the next one starts with the two modes pushed again
                 problems.append("PyTorch's mode stack (the submission removed or replaced the grader's operator "
                                 "watch)")
-                state["torch"] = "broken"
+                f = torch_state["fns"]
+                for length, at, pop, mine in (("_len_torch_dispatch_stack", "_get_dispatch_stack_at",
+                                               lambda: f["_pop_torch_dispatch_stack"](None), "dispatch"),
+                                              ("_len_torch_function_stack", "_get_function_stack_at",
+                                               f["_pop_torch_function_stack"], "function")):
+                    n = f[length]()
+                    if n and f[at](n - 1) is torch_state[mine]:
+                        pop()
         elif state["torch"] == "broken":
             problems.append("PyTorch's mode stack functions (replaced, so the operator watch cannot run)")
         out += state["hits"] + [f"tampering with the grader: {p}" for p in problems]

@@ -353,9 +353,17 @@ class Session:
                 raise _failure(subject, what, f"the call {detail}; the worker was stopped and is restarted "
                                               "for the next call") from None
         if reply.get("banned"):
-            names = ", ".join(str(b) for b in reply["banned"])
-            raise _failure(subject, what, f"the call used {names}, which the rubric does not allow: this claim "
-                                          "must be implemented without it")
+            marker = "tampering with the grader: "
+            tamper = [str(b)[len(marker):] for b in reply["banned"] if str(b).startswith(marker)]
+            used = [str(b) for b in reply["banned"] if not str(b).startswith(marker)]
+            problems = []
+            if used:
+                problems.append(f"the call used {', '.join(used)}, which the rubric does not allow: this claim "
+                                "must be implemented without it")
+            if tamper:
+                problems.append(f"the call was tampering with the grader's watch on banned operations "
+                                f"({'; '.join(tamper)}): a submission must leave the grader's watch alone")
+            raise _failure(subject, what, "; ".join(problems))
         if "error" in reply:
             err = reply["error"]
             if err.get("fatal"):
