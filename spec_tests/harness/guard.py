@@ -28,6 +28,7 @@ from __future__ import annotations
 import fnmatch
 import inspect
 import sys
+from types import ModuleType
 
 EVENT = "mha_spec.guard"
 
@@ -81,10 +82,12 @@ class _Names:
         self._held: list = []
         self._modules_seen = -1
 
-    def resolve(self) -> None:
+    def resolve(self) -> bool:
+        """Resolve the names whose modules are now imported; True when something new was found."""
         if len(sys.modules) == self._modules_seen:
-            return
+            return False
         self._modules_seen = len(sys.modules)
+        before = len(self.codes) + len(self.builtins) + len(self.objects)
         still = []
         for name in self.pending:
             if name.split(".")[0] not in sys.modules:
@@ -107,6 +110,7 @@ class _Names:
             else:
                 self.builtins[id(obj)] = name
         self.pending = still
+        return len(self.codes) + len(self.builtins) + len(self.objects) != before
 
 
 def install(names, ops) -> None:
@@ -115,7 +119,7 @@ def install(names, ops) -> None:
     names = [str(n) for n in names]
     patterns = tuple(dict.fromkeys([str(o) for o in ops] + [p for n in names for p in FUNCTION_OPS.get(n, ())]))
     resolved = _Names(names)
-    state = {"in_call": False, "hits": [], "tamper": [], "import_tamper": [], "torch": None}
+    state = {"in_call": False, "hits": [], "tamper": [], "import_tamper": [], "torch": None, "profiled": False}
     tamper_ids: dict[int, str] = {id(sys.setprofile): "sys.setprofile", id(sys.settrace): "sys.settrace"}
     held = [sys.setprofile, sys.settrace]
     try:
@@ -164,13 +168,15 @@ def install(names, ops) -> None:
 
     torch_dir: list[str] = []
 
+    innocent: dict = {}  # code objects and builtin ids already found harmless: the fast path
+
     def profile(frame, event, arg):
-        if not state["in_call"] or event not in ("call", "c_call"):
-            return
-        if resolved.pending:
-            resolved.resolve()
         if event == "call":
             code = frame.f_code
+            if id(code) in innocent or not state["in_call"]:  # a code object hashes by its contents: slow
+                return
+            if resolved.pending and resolved.resolve():
+                innocent.clear()
             name = resolved.codes.get(code)
             if name is None:
                 module = frame.f_globals.get("__name__") or ""
@@ -182,16 +188,36 @@ def install(names, ops) -> None:
                 qual = schema.name if schema is not None else getattr(op, "_qualified_op_name", "")
                 if isinstance(qual, str) and (op_banned(qual) or op_banned(qual.replace("::", "::_", 1))):
                     name = qual
-            if name is not None:
-                hit(name)
-        else:
+                elif not isinstance(qual, str) or not qual:
+                    return
+            elif name is None:
+                innocent[id(code)] = code  # held, so that its id is not reused
+                return
+            hit(name)
+        elif event == "c_call":
             key = id(arg)
+            if key in innocent or not state["in_call"]:
+                return
+            owner = getattr(arg, "__self__", None)
+            bound = not (owner is None or isinstance(owner, (type, ModuleType)))
+            if bound:  # a method bound to an object (a new one each time): by the object's type and its name
+                typed = (type(owner), getattr(arg, "__name__", None))
+                if typed in innocent:
+                    return
+            if resolved.pending and resolved.resolve():
+                innocent.clear()
             name = resolved.builtins.get(key)
             if name is None and patterns:
                 name = builtin_op(arg)
+            what = tamper_ids.get(key)
+            if name is None and what is None:
+                if bound:
+                    innocent[typed] = True
+                else:
+                    innocent[key] = arg  # held, so that its id is not reused by a banned builtin
+                return
             if name is not None:
                 hit(name)
-            what = tamper_ids.get(key)
             if what is not None and not from_torch(frame):
                 tampered(f"{what} (the grader's watch must stay as it is during a call)")
 
@@ -249,6 +275,7 @@ def install(names, ops) -> None:
         wrapped = getattr(vars(_DispatchWatch)["__torch_dispatch__"], "__wrapped__", None)
         if wrapped is not None:
             setattr(wrapped, "__dynamo_disable", wrapped)
+        innocent.clear()  # the stack functions and operator calls are watched from now on
         torch_state.update(fns=fns, dispatch=_DispatchWatch(), function=_FunctionWatch(),
                            classes=(_DispatchWatch, _FunctionWatch, TorchDispatchMode, TorchFunctionMode),
                            dicts=(dict(vars(_DispatchWatch)), dict(vars(_FunctionWatch))), torch=torch)
@@ -271,10 +298,19 @@ def install(names, ops) -> None:
             f["_push_on_torch_function_stack"](torch_state["function"])
             f["_push_on_torch_dispatch_stack"](torch_state["dispatch"])
         state["in_call"] = True
-        setprofile(profile)
+        state["profiled"] = profile_needed()
+        if state["profiled"]:
+            setprofile(profile)
+
+    tops = {n.split(".")[0] for n in names}
+
+    def profile_needed() -> bool:
+        """The call watch costs a Python call per function call (3-7 times slower pure-Python loops): it runs
+        only when something it watches is loaded (PyTorch, a banned module's package), or gets loaded."""
+        return any(t in sys.modules for t in tops) or ("torch" in sys.modules and bool(patterns))
 
     def end(out: list) -> None:
-        still = getprofile() is profile
+        still = getprofile() is profile or not state["profiled"]
         state["in_call"] = False
         setprofile(None)
         problems = list(state["tamper"]) + list(state["import_tamper"])
@@ -311,7 +347,11 @@ def install(names, ops) -> None:
             else:  # a call out of order: someone other than the worker
                 tampered(f"sys.audit({EVENT!r}, {command!r}) called out of order")
             return
-        if event in TAMPER_EVENTS and (state["in_call"] or not event.startswith("ctypes.")):
+        if event == "import" and state["in_call"] and not state["profiled"] and isinstance(args[0], str) and (
+                args[0].split(".")[0] in tops or (args[0].split(".")[0] == "torch" and patterns)):
+            state["profiled"] = True  # a watched package is being imported during the call: watch from now on
+            setprofile(profile)
+        elif event in TAMPER_EVENTS and (state["in_call"] or not event.startswith("ctypes.")):
             tampered(event)
         elif event == "object.__setattr__" and torch_state and args and args[0] in torch_state["classes"]:
             tampered(f"setting {getattr(args[0], '__name__', '?')}.{args[1]}")
