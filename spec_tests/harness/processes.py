@@ -127,6 +127,18 @@ def cpu_seconds(pid: int) -> float:
         return 0.0
 
 
+def runnable(pid: int) -> bool:
+    """Whether any thread of the process is running or waiting for a CPU (state R)."""
+    try:
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                if f.read().rsplit(")", 1)[1].split()[0] == "R":
+                    return True
+    except (OSError, IndexError):
+        return False
+    return False
+
+
 def rss_mb(pid: int) -> float:
     try:
         with open(f"/proc/{pid}/status") as f:

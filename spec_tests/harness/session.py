@@ -4,7 +4,9 @@ A request is one call into the implementation. Its limit counts the worker's CPU
 wall clock, so a busy or slow machine does not cost a learner points:
 
     CPU limit  = call_timeout x speed()     (speed: this machine against the reference machine)
-    wall limit = CPU limit x wall_factor / min(1, CPU share)     (a call that waits, not computes)
+    wait limit = CPU limit x wall_factor / min(1, CPU share)     (time the worker waits: not runnable,
+                                                                   no CPU used; a sleep, a blocked read)
+    wall cap   = WALL_CAP x the wait limit                        (a loaded machine starving the worker)
 
 A call that passes either limit, a worker that dies (killed by a limit, `os._exit`, a crash) or
 that raises SystemExit/KeyboardInterrupt fails the test that made the call, with a message that
@@ -40,6 +42,7 @@ from spec_tests.harness.loader import IMPLS_DIR
 
 SCRATCH_PREFIX = "mha-spec-worker-"  # the worker's scratch folder; its copy of the implementation is in impl/
 SUITE_ROOT = str(Path(__file__).resolve().parents[2])  # the worker imports this suite, not another copy
+WALL_CAP = 5  # a call that computes but is starved of CPU still ends after WALL_CAP x its waiting limit
 
 
 class IsolationFailure(BaseException):
@@ -254,16 +257,26 @@ class Session:
     def _exchange(self, body: dict, wall: float, cpu: float | None = None):
         """Send one request and wait for its reply within `wall` seconds and `cpu` CPU seconds of the
         worker; raise _Died if the worker fails to answer. Returns (reply, CPU seconds used)."""
-        deadline = time.monotonic() + wall
+        began = time.monotonic()
+        deadline = began + (wall if cpu is None else wall * WALL_CAP)
         pid = self.proc.pid
         cpu0 = processes.cpu_seconds(pid)
         if self.reset_handles:
             body = dict(body, reset=True)
             self.reset_handles = False
+        last = {"cpu": cpu0, "at": began, "waited": 0.0}
 
         def check():
-            if cpu is not None and processes.cpu_seconds(pid) - cpu0 > cpu:
+            """CPU time over the limit, or `wall` seconds spent waiting (not runnable, no CPU used)."""
+            used, now = processes.cpu_seconds(pid), time.monotonic()
+            if used - cpu0 > cpu:
                 raise _OverLimit(f"used {cpu:.3g} s of CPU time without returning")
+            if used == last["cpu"] and not processes.runnable(pid):
+                last["waited"] += now - last["at"]
+                if last["waited"] > wall:
+                    raise _OverLimit(f"waited {wall:.3g} s without computing or returning (sleeping, or "
+                                     "blocked on something)")
+            last["cpu"], last["at"] = used, now
 
         try:
             wire.write(self.fd_out, wire.encode(body), deadline)
@@ -285,8 +298,9 @@ class Session:
             raise _Died(exc.why, timed_out=True) from None
         except wire.Timeout:
             self.stop()
-            raise _Died(f"did not return within {wall:.3g} s of wall-clock time"
-                        + (" (it was waiting, not computing)" if cpu is not None else ""), timed_out=True) from None
+            raise _Died(f"did not return within {deadline - began:.3g} s of wall-clock time"
+                        + (" (the machine gave it too little CPU time to finish)" if cpu is not None else ""),
+                        timed_out=True) from None
         except wire.WireError as exc:
             try:  # the pipe closes a moment before the process is gone: wait for its exit status
                 code = self.proc.wait(timeout=2) if self.proc else None
