@@ -132,7 +132,7 @@ def install(names, ops) -> None:
     op_cache: dict[str, bool] = {}
 
     def hit(name: str) -> None:
-        if state["in_call"] and name not in state["hits"]:
+        if state["in_call"] and name and name not in state["hits"]:
             state["hits"].append(name)
 
     def tampered(what: str) -> None:
@@ -188,12 +188,11 @@ def install(names, ops) -> None:
                 qual = schema.name if schema is not None else getattr(op, "_qualified_op_name", "")
                 if isinstance(qual, str) and (op_banned(qual) or op_banned(qual.replace("::", "::_", 1))):
                     name = qual
-                elif not isinstance(qual, str) or not qual:
-                    return
             elif name is None:
                 innocent[id(code)] = code  # held, so that its id is not reused
                 return
-            hit(name)
+            if name is not None:
+                hit(name)
         elif event == "c_call":
             key = id(arg)
             if key in innocent or not state["in_call"]:
