@@ -333,7 +333,10 @@ def install(names, ops) -> None:
                         pop()
         elif state["torch"] == "broken":
             problems.append("PyTorch's mode stack functions (replaced, so the operator watch cannot run)")
-        out += state["hits"] + [f"tampering with the grader: {p}" for p in problems]
+        hits = state["hits"]
+        implied = [p for h in hits if "::" not in h for p in FUNCTION_OPS.get(h, ())]
+        hits = [h for h in hits if not ("::" in h and any(fnmatch.fnmatchcase(h, p) for p in implied))]
+        out += hits + [f"tampering with the grader: {p}" for p in problems]  # operators named once, by function
         state["hits"], state["tamper"] = [], []
 
     def hook(event, args):
