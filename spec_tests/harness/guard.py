@@ -20,7 +20,9 @@ Installed by the worker before it imports the implementation, in three layers:
    ctypes calls, and setting attributes on the watch's classes. Tampering is a ban violation.
 
 Limits, said plainly: all of this runs in the implementation's own process; it stops the ways
-one can reach the watch from Python without native code, not a native extension of one's own.
+one can reach the watch from Python without native code, not a native extension of one's own,
+and code of the implementation that runs outside a call (an object's __array__ while its result
+is converted) is not watched.
 """
 
 from __future__ import annotations
@@ -115,7 +117,7 @@ class _Names:
 
 def install(names, ops) -> None:
     """Install the watch for banned `names` (functions, classes, modules) and `ops` (operator patterns)."""
-    audit, setprofile, getprofile = sys.audit, sys.setprofile, sys.getprofile
+    audit, setprofile, getprofile, gettrace = sys.audit, sys.setprofile, sys.getprofile, sys.gettrace
     names = [str(n) for n in names]
     patterns = tuple(dict.fromkeys([str(o) for o in ops] + [p for n in names for p in FUNCTION_OPS.get(n, ())]))
     resolved = _Names(names)
@@ -309,12 +311,13 @@ def install(names, ops) -> None:
         return any(t in sys.modules for t in tops) or ("torch" in sys.modules and bool(patterns))
 
     def end(out: list) -> None:
-        still = getprofile() is profile or not state["profiled"]
+        still = (getprofile() is profile or not state["profiled"]) and gettrace() is None
         state["in_call"] = False
         setprofile(None)
         problems = list(state["tamper"]) + list(state["import_tamper"])
         if not still:
-            problems.append("sys.setprofile (the submission switched off the grader's call watch)")
+            problems.append("sys.setprofile or sys.settrace (the submission switched off the grader's call watch, "
+                            "or installed a tracer of its own)")
         if state["torch"] == "ready":
             if modes_ok():
                 f = torch_state["fns"]

@@ -280,14 +280,18 @@ class Worker:
     def serve(self, fd_in: int, fd_out: int) -> None:
         from spec_tests.harness import wire
 
+        # Taken before the implementation is imported: replacing wire.encode (to drop "banned" from a
+        # reply, say) or this list later does not reach the loop below.
+        read, decode, encode, write, closed = wire.read, wire.decode, wire.encode, wire.write, wire.Closed
         while True:
             try:
-                payload = wire.read(fd_in)
-            except wire.Closed:
+                payload = read(fd_in)
+            except closed:
                 return
             fatal = False
+            self.hits = hits = []
             try:
-                request = wire.decode(payload, handle=self._resolve)
+                request = decode(payload, handle=self._resolve)
                 op = request.pop("op")
                 if op not in OPERATIONS:
                     raise ValueError(f"unknown request {op!r}")
@@ -297,13 +301,12 @@ class Worker:
             except BaseException as exc:  # noqa: BLE001 - everything is reported, nothing escapes
                 fatal = not isinstance(exc, Exception)
                 reply = {"error": _describe(exc, fatal)}
-            reply["banned"] = [str(h) for h in self.hits]
-            self.hits = []
+            reply["banned"] = [str(h) for h in hits]
             try:
-                data = wire.encode(reply, self._handle)
+                data = encode(reply, self._handle)
             except BaseException as exc:  # noqa: BLE001 - an unsendable result
-                data = wire.encode({"error": _describe(exc, False), "banned": reply["banned"]})
-            wire.write(fd_out, data)
+                data = encode({"error": _describe(exc, False), "banned": reply["banned"]})
+            write(fd_out, data)
             if fatal:
                 os._exit(3)
 
