@@ -54,6 +54,9 @@ def grade_one(submission: Path, out: Path, rubric: rubric_mod.Rubric, progress=N
         except run_mod.SubmissionError as exc:
             name = submission.stem if submission.is_file() else submission.name
             result = run_mod.Run(name=name, entry=submission.name, load_error=str(exc))
+        except Exception as exc:  # a fault of the grader is never a grade: results.json says so, no score
+            run_mod.write_fault(out, f"{type(exc).__name__}: {exc}")
+            raise run_mod.GraderFault(str(exc)) from exc
     grade = score.grade(rubric, result)
     copies = similarity.report(result.name, source_text(submission), peers)
     extra = {"students": students or [], **(info or {}), "similarity": copies}
@@ -272,7 +275,9 @@ def main(argv=None) -> int:
               f"{grade.run.seconds:.0f} s -> {args.out / 'results.json'}, {args.out / 'feedback.md'}")
         print("\n".join((args.out / "grading.log").read_text().split("\n\n", 1)[0].splitlines()[1:]))
         return 0
-    except RuntimeError as exc:
+    except Exception as exc:  # noqa: BLE001 - the grader's own failure: exit 3, results.json without a score
+        if args.submission is not None and not (args.out / "results.json").exists():
+            run_mod.write_fault(args.out, f"{type(exc).__name__}: {exc}")
         print(f"the grader failed: {exc}", file=sys.stderr)
         return 3
     except KeyboardInterrupt:

@@ -10,7 +10,7 @@ few plain numeric ones (`np.frombuffer`), with shape and dtype from the JSON.
             | {"a": [i, dtype, shape]} (the i-th blob) | {"s": [start, stop, step]} (slice)
             | {"h": [generation, id, dtype, shape]} (a handle to a native array the worker keeps)
 
-`read` enforces a deadline (the per-call timeout) and a size limit, so a worker that hangs,
+`read` enforces a deadline (a wall-clock backstop), a caller's check (the per-call CPU limit) and a size limit, so a worker that hangs,
 dies or floods the pipe cannot stall or exhaust the suite.
 """
 
@@ -132,15 +132,24 @@ def decode(payload: bytes, handle=None):
 
 
 # -- transport -----------------------------------------------------------------------------
-def _wait(fd: int, event: int, deadline: float | None) -> None:
+CHECK_EVERY = 0.1  # seconds between two calls of a read's `check` (a CPU-time limit, say)
+
+
+def _wait(fd: int, event: int, deadline: float | None, check=None) -> None:
+    """Wait until fd is ready; raise Timeout at the deadline. `check()`, called every CHECK_EVERY s
+    while waiting, may raise (a Timeout of its own) to give up earlier."""
     poller = select.poll()
     poller.register(fd, event | select.POLLERR | select.POLLHUP)
     while True:
         left = None if deadline is None else max(0.0, deadline - time.monotonic())
+        if check is not None:
+            left = CHECK_EVERY if left is None else min(left, CHECK_EVERY)
         if poller.poll(None if left is None else left * 1000):
             return
         if deadline is not None and time.monotonic() >= deadline:
             raise Timeout("no answer in time")
+        if check is not None:
+            check()
 
 
 def write(fd: int, data: bytes, deadline: float | None = None) -> None:
@@ -157,22 +166,22 @@ def write(fd: int, data: bytes, deadline: float | None = None) -> None:
         view = view[n:]
 
 
-def read(fd: int, deadline: float | None = None, limit: int = MAX_MESSAGE) -> bytes:
-    """Read one message payload from a non-blocking fd before the deadline."""
-    head = _read_exactly(fd, 8, deadline)
+def read(fd: int, deadline: float | None = None, limit: int = MAX_MESSAGE, check=None) -> bytes:
+    """Read one message payload from a non-blocking fd before the deadline (and while `check()` passes)."""
+    head = _read_exactly(fd, 8, deadline, check)
     (size,) = struct.unpack("<Q", head)
     if size > limit:
         raise WireError(f"a message of {size} bytes is over the limit of {limit}")
-    return _read_exactly(fd, size, deadline)
+    return _read_exactly(fd, size, deadline, check)
 
 
-def _read_exactly(fd: int, n: int, deadline: float | None) -> bytes:
+def _read_exactly(fd: int, n: int, deadline: float | None, check=None) -> bytes:
     chunks, got = [], 0
     while got < n:
         try:
             chunk = os.read(fd, min(n - got, 1 << 20))
         except BlockingIOError:
-            _wait(fd, select.POLLIN, deadline)
+            _wait(fd, select.POLLIN, deadline, check)
             continue
         if not chunk:
             raise Closed("the other side closed the pipe")

@@ -1,7 +1,7 @@
 """Hostile submissions (spec_tests/meta/hostile/): grading survives each and scores only honest work.
 
 Every hostile submission is the correct implementation of impls/mutants/_base.py (hostile/_honest.py)
-with one misbehaviour, in layer_norm or at import. The rubric (hostile/rubric.toml) grades four
+with one misbehaviour, in layer_norm or at import (the ones that use PyTorch need it installed). The rubric (hostile/rubric.toml) grades four
 claims a point each: SDPA-1 and MHA-3 never call layer_norm, LN-1 and LN-3 do. So the honest
 grade is known exactly: 4 when the misbehaviour costs nothing (a flood of output, a stray child),
 2 when layer_norm is broken, 0 when the file cannot even be imported. For each, the meta test
@@ -21,8 +21,8 @@ LN = ("LN-1", "LN-3")
 # name: (honest score out of 4, text the failed layer_norm claims' feedback must show)
 CATALOGUE = {
     "control": (4, None),  # the honest part alone, with a correct layer_norm: the 4 points are reachable
-    "busy_loop": (2, "did not return within 3 s"),
-    "sleep_without_alarm": (2, "did not return within 3 s"),
+    "busy_loop": (2, "of CPU time without returning"),
+    "sleep_without_alarm": (2, "without computing or returning"),
     "memory_hog": (2, "MemoryError"),
     "os_exit": (2, "exit code 0"),
     "sys_exit": (2, "raised SystemExit"),
@@ -34,6 +34,11 @@ CATALOGUE = {
     "write_suite_files": (2, "against the float64 reference"),
     "kill_the_grader": (2, "seen shape ()"),
     "import_error": (0, "fails while it is being imported"),
+    # Bans hold where the operation runs, whatever name reached it, and the watch cannot be switched off.
+    "aten_layer_norm": (2, "which the rubric does not allow"),
+    "aten_sdpa": (2, "which the rubric does not allow"),
+    "private_variants": (2, "which the rubric does not allow"),
+    "pop_the_watch": (2, "tampering with the grader's watch"),
     "syntax_error": (0, "SyntaxError"),
 }
 MARKERS = ("mha-spec-hostile-child-marker", "mha-spec-hostile-write-marker")
@@ -68,8 +73,13 @@ def test_the_catalogue_is_complete():
     assert on_disk == set(CATALOGUE) - {"control"}, "every hostile submission needs its expected grade here"
 
 
+TORCH = {"aten_layer_norm", "aten_sdpa", "private_variants", "pop_the_watch"}
+
+
 @pytest.mark.parametrize("name", sorted(CATALOGUE))
 def test_hostile_submission_gets_exactly_the_honest_grade(name, tmp_path):
+    if name in TORCH:
+        pytest.importorskip("torch")
     expected, shown = CATALOGUE[name]
     before = _suite_state()
     out = tmp_path / "out"
@@ -84,6 +94,8 @@ def test_hostile_submission_gets_exactly_the_honest_grade(name, tmp_path):
     feedback = (out / "feedback.md").read_text()
     if shown:
         assert shown in feedback, f"the feedback should say {shown!r}:\n{feedback}"
+    if name in ("busy_loop", "sleep_without_alarm"):  # one time-out, then the function is not called again
+        assert "does not call it again" in feedback, feedback
     left = [p for p in worker_pids(out) if alive(p)] + [p for m in MARKERS for p in processes_with(m)]
     assert not left, f"processes left running after grading {name}: {left}"
     assert _suite_state() == before, "a hostile submission changed the suite's files"

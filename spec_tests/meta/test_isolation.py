@@ -77,3 +77,45 @@ def test_wire_round_trip_and_refusals():
         wire.decode(forged)
     with pytest.raises(wire.WireError):
         wire.decode(b"\xff\xff\xff\x7fnot json")
+
+
+GUARD_PROBE = '''
+import json, sys
+from spec_tests.harness import guard
+guard.install(["torch.nn.functional.layer_norm"], [])
+audit = sys.audit  # as the worker captures it, before the implementation is imported
+import torch
+x = torch.rand(2, 4, dtype=torch.float64)
+
+def run(fn):
+    hits = []
+    guard.watch(audit, hits, fn)
+    return hits
+
+print(json.dumps({
+    "alias": run(lambda: torch.ops.aten.layer_norm(x, [4])),
+    "overload": run(lambda: torch.ops.aten.native_layer_norm.default(x, [4], None, None, 1e-5)),
+    "private": run(lambda: torch.native_layer_norm(x, [4], None, None, 1e-5)),
+    "module": run(lambda: torch.nn.LayerNorm(4).double()(x)),
+    "by_hand": run(lambda: (x - x.mean(-1, keepdim=True)) / (x.var(-1, keepdim=True) + 1e-5).sqrt()),
+    "popped": run(lambda: [torch._C._pop_torch_dispatch_stack(None), torch.ops.aten.layer_norm(x, [4])]),
+    "after": run(lambda: torch.ops.aten.layer_norm(x, [4])),
+}))
+'''
+
+
+def test_a_ban_holds_at_the_dispatcher_whatever_name_reaches_the_operator():
+    """The watch sees the operator behind a banned function by any route, and a popped watch is tampering."""
+    pytest.importorskip("torch")
+    import json
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-c", GUARD_PROBE], cwd=ROOT, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    hits = json.loads(proc.stdout.strip().splitlines()[-1])
+    for route in ("alias", "overload", "private", "module", "after"):
+        assert hits[route], f"{route}: the banned operator was not seen"
+    assert hits["by_hand"] == [], f"LayerNorm written by hand uses nothing banned: {hits['by_hand']}"
+    assert any("tampering" in h for h in hits["popped"]), hits["popped"]
