@@ -223,8 +223,10 @@ def pytest_collection_modifyitems(config, items):
     explicit = config.stash[_EXPLICIT]
     xfails = config.stash[_XFAILS]
     want_claims, want_chapters = _wanted(config, "--claim"), _wanted(config, "--chapter")
-    for cid in want_claims:
-        catalogue.get(cid)  # an unknown ID is a usage error, not an empty run
+    unknown = sorted(c for c in want_claims if c not in catalogue.catalogue())
+    if unknown:  # a usage error, not an empty run (`python -m spec_tests claims` lists them)
+        raise pytest.UsageError(f"--claim: unknown claim ID(s) {', '.join(unknown)}; "
+                                "`python -m spec_tests claims` lists every claim")
     keep, drop = [], []
     for item in items:
         ids = claims_of(item)
@@ -249,6 +251,19 @@ def pytest_collection_modifyitems(config, items):
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep
+    items.sort(key=_chapter_rank)  # stable: within a chapter, the module's own order
+
+
+# `pytest -x` shows the first failure soon: the cheap, foundational chapters run first (shapes, values,
+# masks), the expensive ones last (long sequences, gradients by autograd, low precision).
+CHAPTER_ORDER = ("test_sdpa", "test_masks", "test_multi_head", "test_layer_norm", "test_errors",
+                 "test_positional", "test_variable_length", "test_residual", "test_precision",
+                 "test_gradients", "test_efficient")
+
+
+def _chapter_rank(item) -> int:
+    stem = Path(str(item.path)).stem
+    return CHAPTER_ORDER.index(stem) if stem in CHAPTER_ORDER else len(CHAPTER_ORDER)
 
 
 def _not_implemented_text(leaves) -> str:
