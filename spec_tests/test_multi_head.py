@@ -111,7 +111,7 @@ def test_split_heads_takes_feature_blocks(impl, heads):
 
 
 @claim("MHA-3")
-@given(case=mha_cases(masked=None))
+@given(case=mha_cases())
 def test_identity_output_projection_exposes_each_head(impl, case):
     """With W_O = I and b_O = 0, the output's column block h is head h's attention output."""
     case.weights["w_o"] = np.eye(case.D)
@@ -160,9 +160,9 @@ def test_changing_one_heads_weights_changes_only_its_block(impl, case, h, which)
 
 # ---------------------------------------------------------------------------------- MHA-5
 @claim("MHA-5")
-@given(case=mha_cases())
+@given(case=mha_cases(masked=None, causal=None))  # masks pass through (rows keep a visible key; causal is square)
 @example(case=MHACase(1, 2, 2, 2, 2, seed=0))
-@example(case=MHACase(2, 3, 5, 4, 3, seed=1, self_attention=False, mask_kind="padding", is_causal=True))
+@example(case=MHACase(2, 3, 3, 4, 3, seed=1, self_attention=False, mask_kind="padding", is_causal=True))
 def test_multi_head_attention_matches_oracle(impl, case):
     """Concat(head_1..head_H) W^O + b_O equals the float64 oracle (random weights, biases, masks, causal)."""
     check.oracle(impl, MHA, *case.args, **case.kwargs)
@@ -341,7 +341,7 @@ def _gqa(case: MHACase, G: int) -> tuple[MHACase, int]:
 
 
 @st.composite
-def gqa_cases(draw, masked=None, causal=None):
+def gqa_cases(draw, masked=False, causal=False):
     """An MHA case with G = num_kv_heads drawn among the divisors of H."""
     case = draw(mha_cases(masked=masked, causal=causal, max_heads=6))
     return _gqa(case, draw(st.sampled_from(_divisors(case.num_heads)), label="num_kv_heads"))
@@ -395,7 +395,7 @@ def test_as_many_kv_heads_as_heads_is_multi_head_attention(impl, case):
 
 
 @claim("MHA-9")
-@given(case=mha_cases(masked=None).filter(lambda c: c.num_heads > 1))
+@given(case=mha_cases().filter(lambda c: c.num_heads > 1))
 def test_one_kv_head_is_multi_query_attention(impl, case):
     """G = 1 (multi-query attention): with W_O = I, output block h is Attention(Q W_h^Q, K W^K, V W^V)
     with the one shared (D, d_k) key and value projection."""
