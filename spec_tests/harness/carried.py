@@ -95,6 +95,11 @@ def _battery(fname: str):
                 ("MASK-4", (q, k, v), {"mask": dead})]
     if fname == "layer_norm":
         return [("LN-1", (n((3, 8)) * 2.0 + 1.0, 1.0 + 0.5 * n(8), 0.5 * n(8)), {})]
+    if fname == "multi_head_attention":
+        from spec_tests.harness.strategies import mha_weights
+
+        x, kv = n((2, 3, 4)), n((2, 5, 4))
+        return [("MHA-5", (x, kv, kv, mha_weights(7, 4, True), 2), {})]
     if fname == "split_heads":
         return [("MHA-3", (n((2, 3, 6)), 3), {})]
     if fname == "merge_heads":
@@ -176,6 +181,54 @@ def _with_lower(subject, module, lower: dict):
     return patched()
 
 
+def _whose(subject, failing: dict) -> str:
+    """"your scaled_dot_product_attention, which fails SDPA-1", tracing a higher function to the lower one at fault."""
+    parts = []
+    for name, ids in failing.items():
+        below = {}
+        if name in COMPOSITIONS:
+            below = {n: lower_verdict(subject, n) for n in COMPOSITIONS[name][1] if subject.has(n)}
+            below = {n: i for n, i in below.items() if i}
+        if below:
+            inner = "; ".join(f"your {n}, which fails {', '.join(i)}" for n, i in below.items())
+            parts.append(f"your {name} (built on {inner})")
+        else:
+            parts.append(f"your {name}, which fails {', '.join(ids)}")
+    return ", ".join(parts)
+
+
+def judge_composition(subject, targets, expected_fn, seen, bound_fn, failure, compare) -> None:
+    """A test's own composition (e.g. a residual block from the implementation's layer_norm and
+    multi_head_attention) failed against the reference's: judged again against the reference composition
+    built on the implementation's lower functions, when those fail their own claims; raises `failure` otherwise.
+
+    targets: (module, name) pairs the reference composition looks its lower functions up in;
+    expected_fn(): the reference composition; bound_fn(expected): the bound for it; compare(expected, bound, what)."""
+    from spec_tests.harness.feedback import SpecFailure
+
+    failing = {name: lower_verdict(subject, name) for _, name in targets if subject.has(name)}
+    failing = {name: ids for name, ids in failing.items() if ids}
+    if not failing:
+        raise failure
+    saved = [(m, name, getattr(m, name)) for m, name in targets if name in failing]
+    try:
+        with _off_the_record(subject):
+            for m, name, _ in saved:
+                setattr(m, name, lambda *a, _n=name, **kw: subject.call(_n, *a, **kw))
+            carried = expected_fn()
+    except Exception:  # noqa: BLE001 - a lower function raised: nothing to carry
+        raise failure from None
+    finally:
+        for m, name, fn in saved:
+            setattr(m, name, fn)
+    whose = _whose(subject, failing)
+    with contextlib.suppress(SpecFailure):
+        compare(carried, bound_fn(carried), f"against the reference built on {whose}")
+        _note(f"judged with {whose} (error carried forward: that bug is charged to its own claim)")
+        return
+    raise failure
+
+
 def judged_dtype(subject) -> str:
     """The precision a claim judges this subject at: float32 for a float64 subject whose attention or LayerNorm
     computes in float32 (PREC-3 pays for that, once), its own dtype otherwise (and always under PREC-3)."""
@@ -245,7 +298,7 @@ def judge(subject, fname: str, args, kwargs, n: int, seen, failure, size, compar
                     else subject.dtype
                 yard = None if precision == "float64" else pick(
                     tolerance.yardstick(oracle_fn, r_args, r_kwargs, precision))
-                whose = ", ".join(f"your {name}, which fails {', '.join(ids)}" for name, ids in failing.items())
+                whose = _whose(subject, failing)
                 with contextlib.suppress(SpecFailure):
                     compare(s, carried, tolerance.oracle_bound(precision, carried, yard, size),
                             f"{fname}(...) against the reference built on {whose}")
