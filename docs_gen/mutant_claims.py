@@ -10,6 +10,8 @@ chapter of the claim the mutant names (`CAUGHT_BY`).
     python -m docs_gen.mutant_claims --from DIR            # only rebuild the table from saved reports
     python -m docs_gen.mutant_claims --before OLD.json     # add the "before" column from an older run
 
+Reports of reruns limited to some claims, saved as DIR/override/*.json, replace those claims' statuses.
+
 Writes DIR/mutant_claims.json and docs_gen/fragments/bugs.claims_failed.md (the table fragment
 docs/bugs.md includes).
 """
@@ -86,6 +88,15 @@ def collect(root: Path, out: Path) -> dict:
                 failed.setdefault(impl, set())
                 if status == "failed":
                     failed[impl].add(claim_id)
+    # Reruns of some claims (`--claim X,Y`, saved under out/override/) replace those claims' statuses.
+    for report in sorted((out / "override").glob("*.json")):
+        data = json.loads(report.read_text())
+        for claim_id, per_impl in data.get("claims", {}).items():
+            for impl, status in per_impl.items():
+                if impl in failed:
+                    failed[impl].discard(claim_id)
+                    if status == "failed":
+                        failed[impl].add(claim_id)
     result = {}
     for name in mutant_names(root):
         if name not in failed:
