@@ -264,7 +264,9 @@ def _on_subject(subject, call) -> Behaviour:
         with subject.expecting_error(), np.errstate(all="ignore"):
             result = subject.call(call.fname, *call.args, **call.kwargs)
         return Behaviour(None, result, None, None)
-    except Exception as exc:  # noqa: BLE001 - raising is a behaviour too
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException as exc:  # noqa: BLE001 - raising (or lacking a keyword) is a behaviour too
         return Behaviour(error=type(exc).__name__)
     finally:
         subject.history[:] = saved
