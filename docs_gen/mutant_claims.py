@@ -144,9 +144,12 @@ def fragment(result: dict, before: dict | None = None) -> str:
         + (f" ({', '.join(s['above_4'])} above 4)" if s["above_4"] else "") + ".",
     ]
     if before:
-        b = summary(before)
-        lines.append(f"Before the strategies kept each claim to its own concept: median {b['median_outside']:g}, "
-                     f"maximum {b['max_outside']}.")
+        common = [n for n in result if n in before]
+        b = summary({n: before[n] for n in common})
+        a = summary({n: result[n] for n in common})
+        lines.append(f"On the {len(common)} bugs measured both ways, before each claim's inputs were kept to its own "
+                     f"concept (and before error carried forward): median {b['median_outside']:g}, maximum "
+                     f"{b['max_outside']}; after: median {a['median_outside']:g}, maximum {a['max_outside']}.")
     lines += ["", "| Bug | Filed under | Claims failed | Outside its chapter |"
               + (" Before (outside) |" if before else ""),
               "|---|---|---|---|" + ("---|" if before else "")]
@@ -155,7 +158,7 @@ def fragment(result: dict, before: dict | None = None) -> str:
                f"{len(r['outside'])} |")
         if before:
             old = before.get(name)
-            row += f" {len(old['outside']) if old else 'new'} |"
+            row += f" {len(old['outside']) if old else 'not measured'} |"
         lines.append(row)
     return "\n".join(lines) + "\n"
 
