@@ -138,6 +138,12 @@ def _fails(subject, fname, args, kwargs) -> str | None:
     return "failed"
 
 
+def precision_reached(subject, fname: str, args, kwargs) -> str | None:
+    """None when fname matches the reference at the subject's precision; "float32" when a float64 call is
+    answered with float32 values, right to float32's precision (PREC-3's bug); "failed" for any other error."""
+    return _fails(subject, fname, args, kwargs)
+
+
 _VERDICTS: dict[tuple, tuple] = {}
 
 
