@@ -18,6 +18,7 @@ from hypothesis import HealthCheck, Phase, settings
 
 from spec_tests.harness import arrays, context, diagnosis, isolation, loader, xfail  # noqa: F401 (diagnosis:
 # registers the known-bug diagnoser in feedback.DIAGNOSERS)
+from spec_tests.harness import carried
 from spec_tests.harness import claims as catalogue
 from spec_tests.harness import report as report_mod
 from spec_tests.harness.feedback import SpecFailure
@@ -381,6 +382,8 @@ def pytest_runtest_makereport(item, call):
     final = rep.when == "call" or (rep.when == "setup" and not rep.passed) or (rep.when == "teardown" and rep.failed)
     if final:
         outcome, message = _classify(rep, call)
+        if rep.when == "call":  # a claim met with error carried forward says so (harness/carried.py)
+            message = message or carried.note_for(item.nodeid)
         rec = report_mod.Outcome(
             nodeid=item.nodeid, test=getattr(item, "originalname", item.name),
             impl=subject.name if subject and not demo else "", dtype=subject.dtype if subject and not demo else "",

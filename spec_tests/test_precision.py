@@ -1,4 +1,4 @@
-"""Chapter: precision (docs/precision.md). Claims PREC-1, PREC-2.
+"""Chapter: precision (docs/precision.md). Claims PREC-1, PREC-2, PREC-3.
 
 Seed 001 §4.2: mixed precision (FP16 with FP32) speeds training up; LayerNorm must stay in
 FP32. What an implementation in float16 or bfloat16 owes (DESIGN.md, "Comparing numbers"):
@@ -20,8 +20,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import reference
-from spec_tests.harness import check, tolerance
-from spec_tests.harness.strategies import SEEDS, attention_cases, mha_cases, normal
+from spec_tests.harness import carried, check, tolerance
+from spec_tests.harness.strategies import SEEDS, LayerNormCase, attention_cases, mha_cases, mha_weights, normal
 from spec_tests.harness.subject import not_applicable
 
 claim = pytest.mark.claim
@@ -96,3 +96,26 @@ def test_layer_norm_runs_in_float32_under_autocast(impl, seed, D, mean, low):
     in_float32 = tolerance.yardstick(reference.layer_norm, r, {}, "float32")
     check.compare(impl, impl.to_numpy(y), expected, tolerance.oracle_bound("float32", expected, in_float32, tolerance.layer_norm_size(*r)),
                   f"layer_norm under torch.autocast({low}) against the float64 oracle, within the float32 rule")
+
+
+# ---------------------------------------------------------------------------------- PREC-3
+@claim("PREC-3")
+@given(case=attention_cases(masked=False, causal=False), which=st.sampled_from(["sdpa", "mha", "layer_norm"]),
+       B=st.integers(1, 2), seed=SEEDS)
+def test_float64_input_is_computed_in_float64(impl, case, which, B, seed):
+    """float64 in, float64 accuracy: a float32 computation cast back to float64 (`torch.tensor(x)`, `.float()`)
+    keeps the dtype but only 7 digits. This claim pays for that bug, once: it fails when the result is float32
+    values, right to float32's precision; the other claims judge such an implementation at the precision it
+    reached (spec_tests/harness/carried.py) and say so. An error of any other kind is another claim's bug."""
+    if impl.dtype != "float64":
+        not_applicable(f"PREC-3 is about float64 input, and this run is {impl.dtype}")
+    if which == "sdpa":
+        fname, args = SDPA, (case.q, case.k, case.v)
+    elif which == "mha":
+        x = normal(seed, (B, case.L_q, 4))
+        fname, args = "multi_head_attention", (x, x, x, mha_weights(seed + 1, 4, True), 2)
+    else:
+        ln = LayerNormCase((B, case.L_q), 8, seed)
+        fname, args = "layer_norm", (ln.x, ln.gamma, ln.beta)
+    if carried.precision_reached(impl, fname, args, {}) == "float32":
+        check.oracle(impl, fname, *args)  # fails, with the digits, the relative error and "exactly a float32"

@@ -211,8 +211,80 @@ def diagnose(data: dict) -> str | None:
         return None
     claims = set(data.get("claims") or ())
     matches.sort(key=lambda m: getattr(m, "CAUGHT_BY", "") not in claims)
-    bugs = [m.BUG for m in matches[:2]]
-    return "this matches a known bug: " + bugs[0] + (f" (or: {bugs[1]})" if len(bugs) > 1 else "")
+    if len(matches) > 1:  # the minimal input does not tell them apart: ask further inputs before naming one
+        matches = _told_apart(subject, calls, matches)
+    if len(matches) == 1:
+        return "this matches a known bug: " + matches[0].BUG
+    listed = "; ".join(f"({n}) {m.BUG} [{m.CAUGHT_BY}]" for n, m in enumerate(matches[:4], 1))
+    return ("this input is explained by more than one known bug, and further inputs do not tell them apart; "
+            "the candidates: " + listed)
+
+
+# ------------------------------------------------------------------------ telling candidates apart
+PROBE_SEED = 20240611
+
+
+def _probes(call) -> list:
+    """Further inputs for `call`'s function: for attention, shapes and masks that separate the mask and
+    causal bugs (square and non-square causal, a dead row, a visible-key mask); otherwise fresh values of
+    the same shapes. Deterministic."""
+    from copy import copy
+
+    rng = np.random.default_rng(PROBE_SEED)
+    out = []
+
+    def probe(args, kwargs):
+        c = copy(call)
+        c.args, c.kwargs, c.native, c.after = args, kwargs, False, None
+        out.append(c)
+
+    if call.fname in ("scaled_dot_product_attention", "attention_weights"):
+        def qkv(L_q, L_k):
+            q, k, v = rng.standard_normal((2, L_q, 3)), rng.standard_normal((2, L_k, 3)), rng.standard_normal((2, L_k, 2))
+            return (q, k, v) if call.fname == "scaled_dot_product_attention" else (q, k)
+        for L_q, L_k in ((4, 4), (3, 6), (6, 3)):
+            probe(qkv(L_q, L_k), {"is_causal": True})
+        visible = rng.random((2, 4, 5)) < 0.6
+        visible[..., 0] = True
+        probe(qkv(4, 5), {"mask": visible})
+        dead = visible.copy()
+        dead[0, 2] = False
+        probe(qkv(4, 5), {"mask": dead})
+        probe(qkv(3, 5), {})
+        return out
+    fresh = lambda a: rng.standard_normal(a.shape) if isinstance(a, np.ndarray) and a.dtype.kind == "f" else a  # noqa: E731
+    for _ in range(2):
+        probe(arrays.map_arrays(call.args, fresh), arrays.map_arrays(call.kwargs, fresh))
+    return out
+
+
+def _on_subject(subject, call) -> Behaviour:
+    saved = list(subject.history)
+    try:
+        with subject.expecting_error(), np.errstate(all="ignore"):
+            result = subject.call(call.fname, *call.args, **call.kwargs)
+        return Behaviour(None, result, None, None)
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException as exc:  # noqa: BLE001 - raising (or lacking a keyword) is a behaviour too
+        return Behaviour(error=type(exc).__name__)
+    finally:
+        subject.history[:] = saved
+
+
+def _told_apart(subject, calls, candidates: list) -> list:
+    """The candidates that also do what the implementation does on further inputs (all of them if none does)."""
+    judged = subject.dtype
+    probes = [p for c in calls[-1:] for p in _probes(c)]
+    seen = [_on_subject(subject, p) for p in probes]
+    rounded = [_rounded(p, subject) for p in probes]
+    kept = []
+    for module in candidates:
+        dtype = _replay_dtype(module, judged)
+        inputs = probes if dtype == judged else rounded
+        if all(_same(_replay(module, p, dtype), s, judged, False) for p, s in zip(inputs, seen)):
+            kept.append(module)
+    return kept or candidates
 
 
 def _rounded(call, subject):

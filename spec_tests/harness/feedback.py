@@ -44,12 +44,62 @@ class SpecFailure(AssertionError):
         return self._text
 
 
-def fmt_array(a, limit: int = 6) -> str:
+def fmt_array(a, limit: int = 6, digits: int = 6) -> str:
     a = np.asarray(a)
     if a.size <= 24:
-        text = np.array2string(a, precision=6, separator=", ", suppress_small=False, max_line_width=100)
+        text = np.array2string(a, precision=digits, separator=", ", suppress_small=False, max_line_width=100)
         return text.replace("\n", "\n" + " " * 12)
-    return f"array of shape {a.shape} (first values {np.array2string(a.reshape(-1)[:limit], precision=6, separator=', ')}...)"
+    first = np.array2string(a.reshape(-1)[:limit], precision=digits, separator=', ')
+    return f"array of shape {a.shape} (first values {first}...)"
+
+
+def digits_to_tell(expected, seen, least: int = 6) -> int:
+    """Significant digits that show where `seen` parts from `expected` (6 at least, 17 at most)."""
+    e, s = np.asarray(expected, dtype=np.float64), np.asarray(seen, dtype=np.float64)
+    if e.shape != s.shape or not e.size:
+        return least
+    with np.errstate(all="ignore"):
+        err = np.abs(e - s)
+        ok = np.isfinite(err) & (err > 0)
+        if not ok.any():
+            return least
+        i = np.argmax(np.where(ok, err, -1.0))
+        ref = max(abs(float(e.flat[i])), abs(float(s.flat[i])))
+        if ref == 0.0:
+            return least
+        need = int(np.ceil(np.log10(ref / float(err.flat[i])))) + 2
+    return int(min(17, max(least, need)))
+
+
+def fmt_value(x, digits: int = 6) -> str:
+    return f"{float(x):.{digits}g}"
+
+
+# Relative error of one rounding in each dtype: an error of about this size says "computed in this dtype".
+_UNIT = {"float32": 2.0**-24, "float16": 2.0**-11, "bfloat16": 2.0**-8}
+
+
+def precision_note(expected, seen, dtype: str | None = None) -> str | None:
+    """Does the error look like computing in a lower precision than `dtype` (float32 inside float64, ...)?"""
+    e, s = np.asarray(expected, dtype=np.float64), np.asarray(seen, dtype=np.float64)
+    if e.shape != s.shape or not e.size:
+        return None
+    finite = np.isfinite(s) & np.isfinite(e)
+    if not finite.any():
+        return None
+    f = s[finite]
+    if dtype == "float64" and np.array_equal(f, f.astype(np.float32).astype(np.float64)) and \
+            not np.array_equal(e[finite], e[finite].astype(np.float32).astype(np.float64)):
+        return ("every value seen is exactly a float32: the computation ran in float32 (a torch.tensor(...) or "
+                ".float() away?) and was cast back to float64")
+    scale = float(np.abs(e[finite]).max()) or 1.0
+    rel = float(np.abs(f - e[finite]).max()) / scale
+    for low, unit in _UNIT.items():
+        if low == dtype or (dtype in ("float16", "bfloat16") and low == "float32"):
+            continue
+        if unit <= rel <= 64 * unit and (dtype is None or _UNIT.get(dtype, 0.0) < unit):
+            return f"a relative error of {rel:.2g} is what computing in {low} gives (its unit roundoff is {unit:.2g})"
+    return None
 
 
 def describe(value) -> str:
@@ -62,6 +112,8 @@ def describe(value) -> str:
                 if rows.any():
                     dead = f", {int(rows.sum())} row(s) with nothing visible"
             return f"bool {value.shape}{dead}"
+        if value.dtype.kind in "iu" and value.size <= 24:  # positions, lengths, buckets: the values are the point
+            return f"{value.dtype} {np.array2string(value, separator=', ')}"
         return f"{value.shape}"
     if isinstance(value, dict):
         return "{" + ", ".join(f"{k}: {describe(v)}" for k, v in value.items()) + "}"

@@ -2,8 +2,15 @@
 
 Arrays are drawn as (shape, seed) and made with NumPy's generator, so a
 shrunk example is small *and* its printout says how to rebuild it. Sizes
-include odd values on purpose: lengths 1, 7, 113; head sizes like 13; masks
-with rows that see nothing.
+include odd values on purpose: lengths 1, 7, 113; head sizes like 13.
+
+One bug, its own claims: a strategy draws what a claim is about and nothing
+else. Rows that see no key (MASK-4's subject) appear only when a test asks for
+`dead_rows=True`; otherwise every masked query keeps key 0 visible. A causal
+case is square (L_q = L_k, where top-left and bottom-right alignment agree)
+unless the test asks for `alignment=True` (MASK-3's subject). So a wrong fill
+for dead rows or a wrong causal alignment fails the masks chapter's claims,
+not every claim that happens to draw a mask.
 """
 
 from __future__ import annotations
@@ -24,10 +31,14 @@ def normal(seed: int, shape, scale: float = 1.0, offset: float = 0.0) -> np.ndar
     return offset + scale * np.random.default_rng(seed).standard_normal(shape)
 
 
-def random_mask(seed: int, shape, density: float, dead_rows: int = 0) -> np.ndarray:
-    """A boolean mask with about `density` of its entries True, and `dead_rows` rows all False."""
+def random_mask(seed: int, shape, density: float, dead_rows: int = 0, alive: bool = False) -> np.ndarray:
+    """A boolean mask with about `density` of its entries True, and `dead_rows` rows all False.
+
+    alive: every row keeps key 0 visible (no query sees nothing), unless dead_rows asks for some."""
     rng = np.random.default_rng(seed)
     m = rng.random(shape) < density
+    if alive and not dead_rows and len(shape) >= 1 and shape[-1] > 0:
+        m[..., 0] = True
     if dead_rows and len(shape) >= 2:
         rows = rng.choice(shape[-2], size=min(dead_rows, shape[-2]), replace=False)
         m[..., rows, :] = False
@@ -49,6 +60,7 @@ class AttentionCase:
     dead_rows: int = 0
     is_causal: bool = False
     magnitude: float = 1.0  # q and k are drawn with this standard deviation
+    alive: bool = True  # without dead_rows, every query row keeps a visible key (key 0)
     q: np.ndarray = field(init=False, repr=False)
     k: np.ndarray = field(init=False, repr=False)
     v: np.ndarray = field(init=False, repr=False)
@@ -61,7 +73,7 @@ class AttentionCase:
         self.v = normal(self.seed + 2, (*b, self.L_k, self.d_v))
         self.mask = None
         if self.mask_shape is not None:
-            self.mask = random_mask(self.seed + 3, self.mask_shape, self.density, self.dead_rows)
+            self.mask = random_mask(self.seed + 3, self.mask_shape, self.density, self.dead_rows, self.alive)
 
     @property
     def kwargs(self) -> dict:
@@ -82,12 +94,18 @@ def _mask_shapes(batch: tuple, L_q: int, L_k: int):
 
 @st.composite
 def attention_cases(draw, masked=None, causal=None, lengths=LENGTHS, dims=HEAD_DIMS, batch=BATCH_SHAPES,
-                    dead_rows=True, magnitude=1.0) -> AttentionCase:
-    """An attention problem; masked/causal: True, False or None (either)."""
+                    dead_rows=False, magnitude=1.0, alignment=False) -> AttentionCase:
+    """An attention problem; masked/causal: True, False or None (either).
+
+    dead_rows: masks may hide every key of a query (MASK-4's subject); otherwise each row keeps a visible key.
+    alignment: a causal case may be non-square (MASK-3's subject); otherwise causal cases have L_q = L_k."""
     b = draw(batch, label="batch")
     L_q, L_k = draw(lengths, label="L_q"), draw(lengths, label="L_k")
     d_k, d_v = draw(dims, label="d_k"), draw(dims, label="d_v")
     seed = draw(SEEDS, label="seed")
+    is_causal = draw(st.booleans(), label="is_causal") if causal is None else causal
+    if is_causal and not alignment:
+        L_k = L_q  # square: the alignment of the causal mask is not what this claim is about
     use_mask = draw(st.booleans(), label="masked") if masked is None else masked
     mask_shape, density, dead = None, 1.0, 0
     if use_mask:
@@ -95,7 +113,6 @@ def attention_cases(draw, masked=None, causal=None, lengths=LENGTHS, dims=HEAD_D
         density = draw(st.sampled_from([0.3, 0.6, 0.9]), label="density")
         if dead_rows and len(mask_shape) >= 2:
             dead = draw(st.integers(0, 1), label="dead_rows")
-    is_causal = draw(st.booleans(), label="is_causal") if causal is None else causal
     return AttentionCase(b, L_q, L_k, d_k, d_v, seed, mask_shape, density, dead, is_causal, magnitude)
 
 
@@ -125,6 +142,7 @@ class MHACase:
     bias: bool = True
     mask_kind: str | None = None  # None, "padding", "full", "pair"
     is_causal: bool = False
+    alive: bool = True  # every query row keeps a visible key (key 0) under "full" and "pair" masks
     query: np.ndarray = field(init=False, repr=False)
     key: np.ndarray = field(init=False, repr=False)
     value: np.ndarray = field(init=False, repr=False)
@@ -156,6 +174,8 @@ class MHACase:
             self.mask = rng.random((self.L_q, self.L_k)) < 0.7
         else:
             self.mask = None
+        if self.alive and self.mask_kind in ("full", "pair"):
+            self.mask[..., 0] = True
 
     @property
     def args(self) -> tuple:
@@ -167,7 +187,10 @@ class MHACase:
 
 
 @st.composite
-def mha_cases(draw, self_attention=None, masked=None, causal=None, lengths=SHORT_LENGTHS, max_heads=4) -> MHACase:
+def mha_cases(draw, self_attention=None, masked=False, causal=False, lengths=SHORT_LENGTHS, max_heads=4,
+              alignment=False) -> MHACase:
+    """A multi-head problem. Masks and causal are off unless asked (masked/causal None: either); every
+    query row keeps a visible key, and a causal case is square unless `alignment` (see the module's note)."""
     B = draw(st.integers(1, 3), label="B")
     H = draw(st.integers(1, max_heads), label="num_heads")
     d_k = draw(st.sampled_from([1, 2, 3, 4, 8]), label="d_k")
@@ -178,6 +201,8 @@ def mha_cases(draw, self_attention=None, masked=None, causal=None, lengths=SHORT
     use_mask = draw(st.booleans(), label="masked") if masked is None else masked
     kind = draw(st.sampled_from(["padding", "full", "pair"]), label="mask_kind") if use_mask else None
     is_causal = draw(st.booleans(), label="is_causal") if causal is None else causal
+    if is_causal and not alignment:
+        L_k = L_q
     return MHACase(B, L_q, L_k, H, d_k, seed, sa, bias, kind, is_causal)
 
 
