@@ -1,8 +1,8 @@
 """EFF-4 and EFF-5, demonstrated on the reference's own algorithms.
 
-Longformer's pattern (seed 001 §5.1): query i sees key j iff |i - j| <= w, or i or j is a global token.
+Longformer's pattern (lecture note 2 §5.1): query i sees key j iff |i - j| <= w, or i or j is a global token.
 reference/sliding_window.py computes it at O(L·w) cost, scoring only each query's window and the global
-keys; it equals naive attention under the matching band mask. Seed 001 §5.1's table: Linformer O(s),
+keys; it equals naive attention under the matching band mask. Lecture note 2 §5.1's table: Linformer O(s),
 Reformer O(s log s), Longformer O(s), Performer O(s). Each reference (reference/linformer.py,
 performer.py, reformer.py) is exact in a limit, checked against naive attention; away from it the error
 is characterised (Performer) and the cost measured (spec_tests/experiments/complexity.py; the table is
@@ -161,7 +161,7 @@ def test_performer_is_an_unbiased_positive_feature_map():
 
 @demonstration("EFF-5")
 def test_variants_memory_grows_as_the_seeds_table_says():
-    """Seed 001 §5.1's table, measured on the float64 references at L = 256 .. 1024 (2048 in the slow run):
+    """Lecture note 2 §5.1's table, measured on the float64 references at L = 256 .. 1024 (2048 in the slow run):
     naive attention's peak memory grows with exponent > 1.7; Longformer's, Linformer's, Performer's and
     Reformer's (chunks of 64) below 1.35. The full table with times: docs/generated/efficient_complexity.txt."""
     from spec_tests.experiments import complexity, sizes

@@ -1,6 +1,6 @@
 """Finding and loading implementations: the only place that imports code under test.
 
-An implementation is one Python module obeying DESIGN.md's contract, named by
+An implementation is one Python module obeying the contract in CONTRACT.md, named by
   * a stem of a file under impls/          --impl torch_sdpa
   * a path to any .py file                  --impl ~/hw/attention.py
   * an importable module name               --impl mypkg.attention

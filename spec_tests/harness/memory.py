@@ -1,6 +1,6 @@
 """Peak extra memory of one call, measured by counting allocations, and fitted growth exponents.
 
-Allocation counts are stable where times are not (DESIGN.md, "Performance"), so memory
+Allocation counts are stable where times are not (speed and memory are measured in benchmarks, not asserted), so memory
 claims (EFF-2) can be asserted, with wide margins. What is counted:
 
 * NumPy: `tracemalloc`, which NumPy reports every array buffer to. Peak during the call

@@ -267,7 +267,7 @@ class Subject:
         try:
             feedback.fail(self, f"{call.fname} on valid input returns a result",
                           [f"raised {type(exc).__name__}: {exc}".rstrip(": "),
-                           "nothing in this input is invalid under the contract (DESIGN.md); "
+                           "nothing in this input is invalid under the contract (CONTRACT.md); "
                            "an exception here is the bug"], [call])
         except feedback.SpecFailure as failure:
             raise failure from exc
