@@ -276,9 +276,9 @@ def test_sliding_window_with_global_tokens_equals_band_masked_attention(impl, ca
     mask = sliding_window.band_mask(q.shape[-2], w, g)
     naive = check.oracle(impl, SDPA, q, k, v, mask=mask)
     windowed = sliding_window.sliding_window_attention(*impl.round((q, k, v)), w, g)
-    check.compare(impl, naive, windowed, tolerance.oracle_bound(impl.dtype, windowed, None,
-                                                                tolerance.attention_size(q, k, v)),
-                  f"naive attention under band_mask(L, w={w}, global={list(g)}) against the sliding-window reference")
+    check.against(impl, naive, reference.scaled_dot_product_attention, (q, k, v), {"mask": mask},
+                  f"naive attention under band_mask(L, w={w}, global={list(g)}) against the sliding-window reference",
+                  expected=windowed)
 
 
 @claim("EFF-4")
@@ -289,17 +289,17 @@ def test_sliding_window_limits(impl, seed, L, d):
     every query sees itself and that token."""
     q, k, v = normal(seed, (L, d)), normal(seed + 1, (L, d)), normal(seed + 2, (L, d))
     check.close(impl, sliding_window.sliding_window_attention(q, k, v, 0), v, "window 0: the output is v",
-                size=float(np.abs(v).max()))
+                size=tolerance.attention_output_size(v))
     full = impl.scaled_dot_product_attention(q, k, v)
     windowed = sliding_window.sliding_window_attention(*impl.round((q, k, v)), max(L - 1, 0))
-    check.compare(impl, full, windowed, tolerance.oracle_bound(impl.dtype, windowed, None,
-                                                               tolerance.attention_size(q, k, v)),
-                  f"window {L - 1} >= L - 1 covers every key: plain attention")
+    check.against(impl, full, reference.scaled_dot_product_attention, (q, k, v), {},
+                  f"window {L - 1} >= L - 1 covers every key: plain attention", expected=windowed)
     i, j = np.arange(L)[:, None], np.arange(L)[None, :]
-    masked = impl.scaled_dot_product_attention(q, k, v, mask=(i == j) | (i == 0) | (j == 0))
-    check.compare(impl, masked, sliding_window.sliding_window_attention(*impl.round((q, k, v)), 0, (0,)),
-                  tolerance.oracle_bound(impl.dtype, masked, None, tolerance.attention_size(q, k, v)),
-                  "window 0 with global token 0: each query sees itself and token 0")
+    mask = (i == j) | (i == 0) | (j == 0)
+    masked = impl.scaled_dot_product_attention(q, k, v, mask=mask)
+    check.against(impl, masked, reference.scaled_dot_product_attention, (q, k, v), {"mask": mask},
+                  "window 0 with global token 0: each query sees itself and token 0",
+                  expected=sliding_window.sliding_window_attention(*impl.round((q, k, v)), 0, (0,)))
 
 
 WINDOW_LENGTHS = (256, 512, 1024, 2048)
@@ -343,8 +343,9 @@ def test_linformer_with_identity_projections_is_exact(impl, seed, L_q, L, d, per
     e = np.eye(L)[np.random.default_rng(seed).permutation(L)] if permute else np.eye(L)
     exact = impl.scaled_dot_product_attention(q, k, v)
     lin = linformer.linformer_attention(*impl.round((q, k, v)), e, e)
-    check.compare(impl, exact, lin, tolerance.oracle_bound(impl.dtype, lin, None, tolerance.attention_size(q, k, v)),
-                  f"Linformer with k = L = {L} and E = F = {'a permutation' if permute else 'I'} equals attention")
+    check.against(impl, exact, reference.scaled_dot_product_attention, (q, k, v), {},
+                  f"Linformer with k = L = {L} and E = F = {'a permutation' if permute else 'I'} equals attention",
+                  expected=lin)
 
 
 @claim("EFF-5")
@@ -358,8 +359,8 @@ def test_reformer_equals_attention_under_its_bucket_mask(impl, seed, L_q, L, d, 
     mask = reformer.reformer_mask(*impl.round((q, k)), rotations, chunk)
     naive = check.oracle(impl, SDPA, q, k, v, mask=mask)
     ref = reformer.reformer_attention(*impl.round((q, k, v)), rotations, chunk_size=chunk)
-    check.compare(impl, naive, ref, tolerance.oracle_bound(impl.dtype, ref, None, tolerance.attention_size(q, k, v)),
-                  f"Reformer ({buckets} buckets, chunks of {chunk}) against attention under its bucket mask")
+    check.against(impl, naive, reference.scaled_dot_product_attention, (q, k, v), {"mask": mask},
+                  f"Reformer ({buckets} buckets, chunks of {chunk}) against attention under its bucket mask", expected=ref)
 
 
 @claim("EFF-5")
@@ -369,8 +370,8 @@ def test_reformer_with_one_bucket_is_exact(impl, seed, L_q, L, d):
     q, k, v = normal(seed, (L_q, d)), normal(seed + 1, (L, d)), normal(seed + 2, (L, d))
     exact = impl.scaled_dot_product_attention(q, k, v)
     ref = reformer.reformer_attention(*impl.round((q, k, v)), reformer.lsh_rotations(np.random.default_rng(seed), d, 1))
-    check.compare(impl, exact, ref, tolerance.oracle_bound(impl.dtype, ref, None, tolerance.attention_size(q, k, v)),
-                  "Reformer with a single bucket equals softmax attention")
+    check.against(impl, exact, reference.scaled_dot_product_attention, (q, k, v), {},
+                  "Reformer with a single bucket equals softmax attention", expected=ref)
 
 
 @claim("EFF-5")

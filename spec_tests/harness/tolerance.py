@@ -1,31 +1,28 @@
-"""The one tolerance model (DESIGN.md, "Comparing numbers").
+"""The one tolerance model (the contract's "Comparing numbers"; docs/conventions.md states it).
 
-* float64: the implementation must match the float64 oracle to about 1e-10,
-  relative to the size of the values involved.
-* float32 and lower: its error against the float64 oracle may be at most
-  FACTOR times the error of the naive reference computed in the same dtype
-  (the "yardstick"), plus a noise floor of a few units in the last place.
-  This is FlashAttention's rule; PyTorch's SDPA tests use the same idea. It
-  needs no hand-tuned constant per test: a harder input makes the yardstick
-  err more, and the allowance grows with it.
-* "Size" is the largest value involved. For attention it is max|V| times the
-  largest possible score magnitude max_ij scale * sum_l |q_il| |k_jl|: rounding
-  a score s perturbs its weight by about eps * |s|, so scores of 1e4 in float32
-  (claim SDPA-5) make every implementation's output, and the naive one's, err
-  by ~1e-3 |V| in ways that differ with the summation order.
-* For multi-head attention it is the attention size of the projected heads, through |W_O|,
-  plus |b_O| (tolerance.multi_head_size).
-* For LayerNorm it is max|x| / sqrt(var + eps) times max|gamma|, plus max|beta|:
-  the row mean's rounding (eps * max|x|) is divided by the row's spread.
-* Relations between two results of the same implementation (permute, append a
-  masked key, ...) allow RELATION_ULPS units in the last place of the dtype.
-* Exact claims (zero weights, zeros for fully masked rows, raised errors) are
-  asserted exactly, not through this module.
+Against the float64 reference (`oracle_bound`), the largest error allowed is
 
-The yardstick is the reference code (`reference/`) run in the implementation's
-dtype on the inputs rounded to that dtype: NumPy float32 natively; float16 and
-bfloat16 emulated (`arrays.LowPrecision`: each operation accumulates in
-float32 and stores its result rounded to the low precision, as PyTorch does).
+* float64: F64_RTOL x the size of the values involved (`size_of`: the output, or the larger
+  values it is computed from, where rounding them errs relative to those).
+* float32, float16, bfloat16:  FACTOR x (the yardstick's error)  +  FLOOR_ULPS ulp x max|expected|.
+
+  The yardstick is the naive reference (`reference/`) computed in the implementation's dtype
+  on the same rounded inputs (`yardstick`; float16/bfloat16 emulated by `arrays.LowPrecision`,
+  each operation accumulated in float32 and stored rounded, as PyTorch does). It carries every
+  conditioning effect: scores of 1e4 in float32 (SDPA-5), a row mean of 1e5 in LayerNorm (LN-7),
+  heads cancelling through W_O; a harder input makes it err more, and the allowance grows with it.
+  The floor is a few units in the last place of the *expected output's own magnitude*, for the
+  inputs where the yardstick happens to be exact and another summation order is not. It is never
+  sized by a worst case of the inputs, so an all-zero output (error = max|expected|) is outside
+  the bound whenever the yardstick itself is better than FACTOR x ... = half the output.
+
+Between two results of one implementation that the math says are equal (`relation_bound`):
+RELATION_ULPS[dtype] ulp x the size of the values involved, derived per dtype (`relation_ulps`).
+
+A function without an input array (the sinusoidal encoding) is compared at the most precise dtype
+the implementation declares (`required_dtype`); it does not choose its own slack by the dtype it
+returns. Exact claims (zero weights, zeros for fully masked rows, raised errors, integer buckets)
+are asserted exactly, not through this module.
 """
 
 from __future__ import annotations
@@ -34,12 +31,29 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from spec_tests.harness.arrays import EPS, in_numpy_dtype, map_arrays
+from spec_tests.harness.arrays import EPS, in_numpy_dtype, map_arrays, round_trip
 
-F64_RTOL = 1e-10  # float64 against the float64 oracle
-FACTOR = 2.0  # low precision: at most this many times the yardstick's error ...
-FLOOR_ULPS = 8.0  # ... plus this many units in the last place of the values' size
-RELATION_ULPS = 64.0  # two results of one implementation that should agree
+F64_RTOL = 1e-10  # float64 against the float64 reference, relative to the size of the values involved
+FACTOR = 2.0  # float32 and lower: at most this many times the yardstick's error ...
+FLOOR_ULPS = 8.0  # ... plus this many units in the last place of max|expected|
+
+# Relations: a result stored in a dtype carries the rounding of its last few stored operations
+# (ROUNDINGS of half an ulp of the dtype, at most one ulp each way) and of the sums behind them,
+# which PyTorch and NumPy accumulate in float32 for float32, float16 and bfloat16 alike
+# (ACCUMULATOR); a sum of n terms errs by up to n ulp of the accumulator. Two results may differ by
+# both their errors: 2 x (ROUNDINGS + TERMS x eps(accumulator) / eps(dtype)) ulp of the dtype.
+ROUNDINGS = 4  # scores, weights, output, and the changed input of the second call
+TERMS = 28  # the sums behind one value the relation tests draw (lengths and widths up to 13 + 16 ...)
+ACCUMULATOR = "float32"
+PRECISION_ORDER = ("float64", "float32", "float16", "bfloat16")  # most precise first
+
+
+def relation_ulps(dtype: str) -> float:
+    """Units in the last place of `dtype` two results of one implementation may differ by."""
+    return 2.0 * (ROUNDINGS + TERMS * EPS[ACCUMULATOR] / EPS[dtype])
+
+
+RELATION_ULPS = {d: relation_ulps(d) for d in ("float32", "float16", "bfloat16")}
 
 
 @dataclass(frozen=True)
@@ -60,8 +74,13 @@ def magnitude(*arrays) -> float:
     return max(m, np.finfo(np.float64).tiny)
 
 
+# ------------------------------------------------------------------------------- sizes of the values involved
 def attention_size(q, k, v=None, scale=None, bias=None) -> float:
-    """max|V| (1 for weights) times max(1, the largest |score| the inputs allow, an additive bias included)."""
+    """max|V| (1 for weights) times max(1, the largest |score| the inputs allow, an additive bias included).
+
+    Rounding a score s perturbs its weight by about eps * |s|: in float64 this is what limits any
+    implementation, and relations between two results of one implementation (whose scores are
+    rounded differently) inherit it."""
     q, k = np.abs(np.asarray(q, dtype=np.float64)), np.abs(np.asarray(k, dtype=np.float64))
     if scale is None:
         scale = 1.0 / np.sqrt(max(q.shape[-1], 1))
@@ -72,13 +91,17 @@ def attention_size(q, k, v=None, scale=None, bias=None) -> float:
     return (magnitude(v) if v is not None else 1.0) * max(1.0, largest)
 
 
+def attention_output_size(v) -> float:
+    """max|V|: each output row is a weighted mean of V's rows (weights >= 0 summing to at most 1), so
+    two evaluation orders of it round terms of at most this size."""
+    return magnitude(v)
+
+
 def layer_norm_size(x, gamma, beta, eps=1e-5) -> float:
     """max over rows of max|x| / sqrt(var + eps), times max|gamma|, plus max|beta|.
 
     Computing a row's mean in the input's precision errs by about eps * max|x|; subtracting it and
-    dividing by the row's spread makes that eps * max|x| / sqrt(var + eps) in the output: a row at
-    -50 with spread 0.1 loses ~500 ulp in any backward-stable LayerNorm (PyTorch's own included),
-    whichever summation order it uses.
+    dividing by the row's spread makes that eps * max|x| / sqrt(var + eps) in the output.
     """
     x = np.asarray(x, dtype=np.float64)
     if x.size == 0:
@@ -111,6 +134,45 @@ def multi_head_size(query, key, value, weights, num_heads) -> float:
     return size * max(w_o, 1e-300) + float(np.abs(w.get("b_o", 0.0)).max(initial=0.0))
 
 
+def rope_size(x, positions, base=10000.0) -> float:
+    """max|x| times the largest angle (θ_0 = 1): rounding an angle a moves the output by ~eps·|a|·|x|."""
+    return magnitude(x) * max(1.0, float(np.abs(np.asarray(positions)).max(initial=0)))
+
+
+def rope_scores_size(q, k, largest_position) -> float:
+    """Scores <rope(q, m), rope(k, n)>: the largest |q|_1 |k|_1 times the largest angle (θ_0 = 1)."""
+    q, k = np.abs(np.asarray(q, dtype=np.float64)), np.abs(np.asarray(k, dtype=np.float64))
+    return float(q.sum(axis=-1).max() * k.sum(axis=-1).max()) * max(1.0, float(largest_position))
+
+
+def angle_size(length: int) -> float:
+    """The largest angle p·ω_0 = length - 1 of the sinusoidal encoding (at least 1)."""
+    return float(max(int(length), 1))
+
+
+def layer_norm_backward_size(dy, x, gamma, eps=1e-5) -> float:
+    """How large the terms of LayerNorm's gradients get: rows·|dy|·|x̂| for dgamma, |dy|·|gamma|/σ for dx."""
+    dy, x, gamma = (np.asarray(a, dtype=np.float64) for a in (dy, x, gamma))
+    centred = x - x.mean(axis=-1, keepdims=True)
+    sigma = np.sqrt((centred**2).mean(axis=-1) + eps)
+    rows = max(dy.size // max(dy.shape[-1], 1), 1)
+    x_hat = float(np.abs(centred).max() / sigma.min()) if x.size else 0.0
+    return float(np.abs(dy).max(initial=0)) * (rows * (1.0 + x_hat) + 3.0 * float(np.abs(gamma).max()) / float(sigma.min()))
+
+
+def attention_backward_size(dout, q, k, v, scale=None) -> float:
+    """How large the terms of attention's gradients get (the backward analogue of attention_size):
+    A = d_v·|dout|·|v| bounds dP; dq ~ 2A·scale·|k|, dk ~ 2A·scale·|q|·L_q, dv ~ L_q·|dout|; times the largest
+    |score|, since rounding a score s moves its weight by ~eps·|s|."""
+    q, k, v, dout = (np.asarray(a, dtype=np.float64) for a in (q, k, v, dout))
+    scale = 1.0 / np.sqrt(q.shape[-1]) if scale is None else scale
+    m = lambda a: float(np.abs(a).max(initial=0))  # noqa: E731
+    L_q, d_v = q.shape[-2], v.shape[-1]
+    a = d_v * m(dout) * m(v)
+    terms = max(2 * a * scale * m(k), 2 * a * scale * m(q) * L_q, L_q * m(dout))
+    return terms * attention_size(q, k, None, scale) + np.finfo(float).tiny
+
+
 def size_of(fname: str, args, kwargs) -> float | None:
     """The size of the values involved in fname(*args, **kwargs), where it is more than the result's."""
     if fname in ("scaled_dot_product_attention", "attention_weights") and len(args) >= 2:
@@ -119,19 +181,29 @@ def size_of(fname: str, args, kwargs) -> float | None:
     if fname == "multi_head_attention" and len(args) >= 5 and isinstance(args[3], dict):
         try:
             return multi_head_size(*args[:5])
-        except (KeyError, ValueError, IndexError):  # weights the oracle will reject anyway
+        except (KeyError, ValueError, IndexError):  # weights the reference will reject anyway
             return None
     if fname == "layer_norm" and len(args) >= 3:
         eps = kwargs.get("eps", args[3] if len(args) > 3 else 1e-5)
         return layer_norm_size(args[0], args[1], args[2], eps)
+    if fname in ("rotary_embedding", "rotary_embedding_half_split") and len(args) >= 2:
+        return rope_size(args[0], args[1])
+    if fname == "layer_norm_backward" and len(args) >= 3:
+        return layer_norm_backward_size(args[0], args[1], args[2], kwargs.get("eps", 1e-5))
+    if fname == "scaled_dot_product_attention_backward" and len(args) >= 4:
+        return attention_backward_size(*args[:4], kwargs.get("scale"))
     return None
 
 
+# ------------------------------------------------------------------------------- the yardstick
 def max_error(seen, expected) -> float:
     seen, expected = np.asarray(seen, dtype=np.float64), np.asarray(expected, dtype=np.float64)
     if seen.size == 0:
         return 0.0
-    return float(np.max(np.abs(seen - expected)))
+    with np.errstate(invalid="ignore"):
+        err = np.abs(seen - expected)
+    err = err[np.isfinite(expected)]
+    return float(np.max(err)) if err.size else 0.0
 
 
 def yardstick(oracle_fn, args, kwargs, dtype: str):
@@ -143,28 +215,101 @@ def yardstick(oracle_fn, args, kwargs, dtype: str):
     return map_arrays(out, lambda a: np.asarray(a).view(np.ndarray).astype(np.float64))
 
 
+def positional_yardstick(length: int, d_model: int, dtype: str) -> np.ndarray:
+    """The sinusoidal encoding computed naively in `dtype`: the frequencies, the angles p·ω_i and their
+    sin/cos each stored in `dtype` (the naive reference of a function without an input array)."""
+    r = lambda a: round_trip(np.asarray(a, dtype=np.float64), dtype)  # noqa: E731
+    p = np.arange(length, dtype=np.float64)[:, None]
+    two_i = np.arange(0, d_model, 2, dtype=np.float64)[None, :]
+    angle = r(p * r(1.0 / 10000.0 ** (two_i / d_model)))
+    pe = np.zeros((length, d_model))
+    pe[:, 0::2] = r(np.sin(angle))
+    pe[:, 1::2] = r(np.cos(angle[:, : d_model // 2]))
+    return pe
+
+
+# ------------------------------------------------------------------------------- bounds
 # --8<-- [start:oracle_bound]
-def oracle_bound(dtype: str, expected, yard=None, scale: float | None = None) -> Bound:
-    """How far an implementation in `dtype` may be from the float64 oracle's `expected`."""
-    size = magnitude(expected) if scale is None else max(scale, magnitude(expected))
+def oracle_bound(dtype: str, expected, yard=None, size: float | None = None, own: float | None = None) -> Bound:
+    """How far an implementation in `dtype` may be from the float64 reference's `expected`.
+
+    float64: F64_RTOL x size (size: the values involved, at least max|expected|).
+    lower:   FACTOR x the yardstick's error + FLOOR_ULPS ulp x max|expected|.
+    (`own`: max|expected| over every result the call returns, for a backward pass's gradients.)"""
+    own = magnitude(expected) if own is None else max(own, magnitude(expected))
     if dtype == "float64":
+        size = own if size is None else max(size, own)
         return Bound(F64_RTOL * size, f"float64: {F64_RTOL:g} x size {size:.3g}")
-    eps = EPS[dtype]
-    floor = FLOOR_ULPS * eps * size
+    floor = FLOOR_ULPS * EPS[dtype] * own
     yard_err = max_error(yard, expected) if yard is not None else 0.0
     if not np.isfinite(yard_err):  # the naive reference overflows here: only the floor applies
         yard_err = 0.0
     return Bound(
         FACTOR * yard_err + floor,
-        f"{dtype}: {FACTOR:g} x naive {dtype} error {yard_err:.3g} + floor {FLOOR_ULPS:g} ulp x size {size:.3g}",
+        f"{dtype}: {FACTOR:g} x naive {dtype} error {yard_err:.3g} "
+        f"+ floor {FLOOR_ULPS:g} ulp x max|expected| {own:.3g}",
     )
 # --8<-- [end:oracle_bound]
 
 
 # --8<-- [start:relation_bound]
-def relation_bound(dtype: str, scale: float) -> Bound:
+def relation_bound(dtype: str, size: float) -> Bound:
     """How far two results of one implementation may be apart when the math says they are equal."""
     if dtype == "float64":
-        return Bound(F64_RTOL * scale, f"float64: {F64_RTOL:g} x size {scale:.3g}")
-    return Bound(RELATION_ULPS * EPS[dtype] * scale, f"{dtype}: {RELATION_ULPS:g} ulp x size {scale:.3g}")
+        return Bound(F64_RTOL * size, f"float64: {F64_RTOL:g} x size {size:.3g}")
+    ulps = RELATION_ULPS[dtype]
+    return Bound(ulps * EPS[dtype] * size, f"{dtype}: {ulps:.3g} ulp x size {size:.3g}")
 # --8<-- [end:relation_bound]
+
+
+def bound_against(dtype: str, oracle_fn, r_args, r_kwargs, expected, fname: str | None = None):
+    """oracle_bound for `expected = oracle_fn(*r_args, **r_kwargs)` (inputs already rounded to `dtype`),
+    its yardstick computed here; one Bound per result when the function returns a tuple."""
+    yard = None if dtype == "float64" else yardstick(oracle_fn, r_args, r_kwargs, dtype)
+    size = size_of(fname or oracle_fn.__name__, r_args, r_kwargs)
+    if isinstance(expected, tuple):  # gradients with respect to every input: one loss, one scale
+        yards = yard if yard is not None else [None] * len(expected)
+        own = magnitude(*expected)
+        return tuple(oracle_bound(dtype, e, y, size, own) for e, y in zip(expected, yards))
+    return oracle_bound(dtype, expected, yard, size)
+
+
+# --8<-- [start:required_dtype]
+def required_dtype(declared) -> str:
+    """The precision a function without an input array is held to: the most precise dtype declared."""
+    declared = [d for d in PRECISION_ORDER if d in tuple(declared)]
+    return declared[0] if declared else "float64"
+# --8<-- [end:required_dtype]
+
+
+def less_precise(seen: str, required: str) -> bool:
+    """Is a result in dtype `seen` less precise than `required`?"""
+    return EPS.get(seen, 0.0) > EPS[required]
+
+
+def positional_bound(dtype: str, expected, length: int, d_model: int) -> Bound:
+    """The sinusoidal encoding against the reference: the oracle bound with the naive encoding computed
+    in `dtype` as yardstick, and the largest angle as the size of the values involved in float64."""
+    yard = None if dtype == "float64" else positional_yardstick(length, d_model, dtype)
+    return oracle_bound(dtype, expected, yard, angle_size(length))
+
+
+def float32_statistics_bound(dtype: str, expected, r_args) -> Bound:
+    """Low-precision LayerNorm (LN-7): the yardstick is the reference computed in float32 (statistics kept in
+    float32, as PyTorch's kernels do) with its output stored in `dtype`."""
+    yard = round_trip(yardstick(_reference().layer_norm, r_args, {}, "float32"), dtype)
+    return oracle_bound(dtype, expected, yard, size_of("layer_norm", r_args, {}))
+
+
+def _reference():
+    import reference
+
+    return reference
+
+
+def finite_difference_bound(dtype: str, numerical, yard, size: float, fd_rtol: float) -> Bound:
+    """A gradient against central differences of the float64 reference: the oracle bound, plus the
+    differences' own error fd_rtol x the size of the values involved."""
+    size = max(magnitude(numerical), size or 0.0) + 1.0
+    bound = oracle_bound(dtype, numerical, yard, size)
+    return Bound(bound.allowed + fd_rtol * size, bound.rule + f" + finite-difference error {fd_rtol:g} x size {size:.3g}")
