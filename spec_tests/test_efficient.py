@@ -28,7 +28,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import reference
-from spec_tests.harness import check, memory
+from spec_tests.harness import check, memory, tolerance
 from spec_tests.harness.strategies import SEEDS, AttentionCase, attention_cases, mha_cases, normal, random_mask
 from spec_tests.harness.subject import not_applicable
 
@@ -331,7 +331,6 @@ def test_sliding_window_memory_grows_as_L_times_w():
 # attention; away from it the error is characterised (Performer) and the cost measured
 # (spec_tests/experiments/complexity.py; the table is docs/generated/efficient_complexity.txt).
 from reference import linformer, performer, reformer  # noqa: E402
-from spec_tests.harness import tolerance  # noqa: E402
 
 
 @claim("EFF-5")

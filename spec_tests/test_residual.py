@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 import reference
 from reference import init, residual
-from spec_tests.harness import check, tolerance
+from spec_tests.harness import check
 from spec_tests.harness.strategies import SEEDS, mha_weights, normal
 
 claim = pytest.mark.claim
