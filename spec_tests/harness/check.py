@@ -79,13 +79,14 @@ def oracle(subject, fname: str, *args, impl_only: dict | None = None, **kwargs):
     return seen
 
 
-def against(subject, seen, oracle_fn, args, kwargs, what: str, expected=None):
+def against(subject, seen, oracle_fn, args, kwargs, what: str, expected=None, last=None):
     """`seen` (computed by the test from the implementation's functions) against `oracle_fn(*args, **kwargs)`
-    on the inputs rounded to the implementation's dtype, under the oracle bound (yardstick included)."""
+    on the inputs rounded to the implementation's dtype, under the oracle bound (yardstick included);
+    `last`: see tolerance.bound_against."""
     r_args, r_kwargs = subject.round(args), subject.round(kwargs)
     if expected is None:
         expected = oracle_fn(*r_args, **r_kwargs)
-    bound = tolerance.bound_against(subject.dtype, oracle_fn, r_args, r_kwargs, expected)
+    bound = tolerance.bound_against(subject.dtype, oracle_fn, r_args, r_kwargs, expected, last=last)
     compare(subject, seen, expected, bound, what, _calls(seen))
     return expected
 
