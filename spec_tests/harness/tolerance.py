@@ -1,20 +1,24 @@
-"""The one tolerance model (the contract's "Comparing numbers"; docs/conventions.md states it).
+"""The one tolerance model (the contract's "Comparing numbers"; docs/conventions.md states it, and
+spec_tests/meta/test_tolerance_doc.py keeps the page equal to this module).
 
-Against the float64 reference (`oracle_bound`), the largest error allowed is
+Against the float64 reference (`oracle_bound`, reached through `bound_against`), the largest error is
 
-* float64: F64_RTOL x the size of the values involved (`size_of`: the output, or the larger
-  values it is computed from, where rounding them errs relative to those).
-* float32, float16, bfloat16:  FACTOR x (the yardstick's error)  +  FLOOR_ULPS ulp x max|expected|.
+* float64: F64_RTOL x the size of the values involved (`size_of`: the output, or the larger values it
+  is computed from, where rounding them errs relative to those).
+* float32, float16, bfloat16:
 
-  The yardstick is the naive reference (`reference/`) computed in the implementation's dtype
-  on the same rounded inputs (`yardstick`; float16/bfloat16 emulated by `arrays.LowPrecision`,
-  each operation accumulated in float32 and stored rounded, as PyTorch does). It carries every
-  conditioning effect: scores of 1e4 in float32 (SDPA-5), a row mean of 1e5 in LayerNorm (LN-7),
-  heads cancelling through W_O; a harder input makes it err more, and the allowance grows with it.
-  The floor is a few units in the last place of the *expected output's own magnitude*, for the
-  inputs where the yardstick happens to be exact and another summation order is not. It is never
-  sized by a worst case of the inputs, so an all-zero output (error = max|expected|) is outside
-  the bound whenever the yardstick itself is better than FACTOR x ... = half the output.
+      FACTOR x the yardstick's error  +  FLOOR_ULPS ulp x T  +  CARRIED_ULPS ulp x carried
+
+  - the yardstick is the naive reference (`reference/`) computed in the implementation's dtype on the
+    same rounded inputs (`yardstick`; float16/bfloat16 emulated by `arrays.LowPrecision`, each operation
+    accumulated in float32 and stored rounded, as PyTorch does). It carries every conditioning effect:
+    scores of 1e4 in float32 (SDPA-5), a row mean of 1e5 in LayerNorm (LN-7), heads cancelling.
+  - T (`terms_size`) is the magnitude of the terms whose sum is the expected output (|P||V| for
+    attention, ...; max|expected| otherwise, never less). It is the output's own scale, never a worst
+    case of the inputs: an all-zero output fails in every dtype unless the output is a cancellation
+    below FLOOR_ULPS ulp of its own terms.
+  - carried (`carried_size`) is LayerNorm's row mean over its spread: every implementation stores the
+    mean and is off by about an ulp of it, each in its own direction.
 
 Between two results of one implementation that the math says are equal (`relation_bound`):
 RELATION_ULPS[dtype] ulp x the size of the values involved, derived per dtype (`relation_ulps`).
@@ -35,7 +39,7 @@ from spec_tests.harness.arrays import EPS, in_numpy_dtype, map_arrays, round_tri
 
 F64_RTOL = 1e-10  # float64 against the float64 reference, relative to the size of the values involved
 FACTOR = 2.0  # float32 and lower: at most this many times the yardstick's error ...
-FLOOR_ULPS = 4.0  # ... plus this many units in the last place of max|expected| ...
+FLOOR_ULPS = 4.0  # ... plus this many units in the last place of the expected output's terms ...
 CARRIED_ULPS = 1.0  # ... plus this many of a value every implementation stores and the yardstick may miss
 
 # Relations: a result stored in a dtype carries the rounding of its last few stored operations
@@ -44,7 +48,7 @@ CARRIED_ULPS = 1.0  # ... plus this many of a value every implementation stores 
 # (ACCUMULATOR); a sum of n terms errs by up to n ulp of the accumulator. Two results may differ by
 # both their errors: 2 x (ROUNDINGS + TERMS x eps(accumulator) / eps(dtype)) ulp of the dtype.
 ROUNDINGS = 4  # scores, weights, output, and the changed input of the second call
-TERMS = 28  # the sums behind one value the relation tests draw (lengths and widths up to 13 + 16 ...)
+TERMS = 28  # float32 accumulation budget of one value (float32 keeps the 64 ulp its relations have needed)
 ACCUMULATOR = "float32"
 PRECISION_ORDER = ("float64", "float32", "float16", "bfloat16")  # most precise first
 
