@@ -38,9 +38,9 @@ import numpy as np
 from spec_tests.harness.arrays import EPS, in_numpy_dtype, map_arrays, round_trip
 
 F64_RTOL = 1e-10  # float64 against the float64 reference, relative to the size of the values involved
-FACTOR = 2.0  # float32 and lower: at most this many times the yardstick's error ...
+FACTOR = 4.0  # float32 and lower: at most this many times the yardstick's error ...
 FLOOR_ULPS = 4.0  # ... plus this many units in the last place of the expected output's terms ...
-CARRIED_ULPS = 1.0  # ... plus this many of a value every implementation stores and the yardstick may miss
+CARRIED_ULPS = 2.0  # ... plus this many of a value every implementation stores and the yardstick may miss
 
 # Relations: a result stored in a dtype carries the rounding of its last few stored operations
 # (ROUNDINGS of half an ulp of the dtype, at most one ulp each way) and of the sums behind them,
