@@ -46,7 +46,7 @@ def _low_precision_only(impl, what: str) -> None:
 @claim("PREC-1")
 @given(case=LOW_PRECISION_CASES)
 def test_low_precision_attention_is_within_the_rule(impl, case):
-    """float16/bfloat16 attention, masked or causal, long rows and large scores: within 2x the naive error + floor."""
+    """float16/bfloat16 attention, masked or causal, long rows and large scores: within 4x the naive error + floor (the tolerance model)."""
     _low_precision_only(impl, "PREC-1")
     out = check.oracle(impl, SDPA, case.q, case.k, case.v, **case.kwargs)
     check.holds(impl, bool(np.isfinite(out).all()), f"{impl.dtype} attention is finite", arrays=[out])
