@@ -231,11 +231,38 @@ def _terms(fname, args, kwargs):
     return None
 
 
+def score_sensitivity_size(q, k, v=None, mask=None, is_causal=False, scale=None, bias=None) -> float:
+    """How far the output moves when every score s_ij is off by eps * |s_ij| (scores are stored, in some
+    precision, by every implementation): max over rows and columns of sum_j p_ij |s_ij| |v_j - out_i|
+    (for the weights themselves, p_ij (|s_ij| + sum_l p_il |s_il|)). Small where one key dominates."""
+    ref = _reference()
+    q, k = np.asarray(q, dtype=np.float64), np.asarray(k, dtype=np.float64)
+    scale = 1.0 / np.sqrt(max(q.shape[-1], 1)) if scale is None else float(scale)
+    p = ref.attention_weights(q, k, mask=mask, is_causal=is_causal, scale=scale, bias=bias)
+    s = scale * (q @ np.swapaxes(k, -1, -2)) + (0.0 if bias is None else np.asarray(bias, dtype=np.float64))
+    ps = np.where(p > 0, p * np.abs(np.where(np.isfinite(s), s, 0.0)), 0.0)  # (..., L_q, L_k)
+    if v is None:
+        return magnitude(ps + p * ps.sum(axis=-1, keepdims=True))
+    v = np.asarray(v, dtype=np.float64)
+    out = p @ v  # (..., L_q, d_v)
+    spread = np.abs(v[..., None, :, :] - out[..., :, None, :])  # (..., L_q, L_k, d_v)
+    return magnitude(np.einsum("...ij,...ijd->...id", ps, spread))
+
+
 def carried_size(fname: str, args, kwargs) -> float:
     """A size whose one-ulp error every implementation carries and the yardstick may happen to miss
-    (the low-precision bound's third term): LayerNorm's stored row mean; 0 for other functions."""
+    (the low-precision bound's third term): LayerNorm's stored row mean, attention's stored scores;
+    0 for other functions."""
     if fname == "layer_norm" and len(args) >= 2:
         return layer_norm_mean_size(args[0], args[1], kwargs.get("eps", args[3] if len(args) > 3 else 1e-5))
+    if fname in ("scaled_dot_product_attention", "attention_weights") and len(args) >= 2:
+        v = args[2] if fname == "scaled_dot_product_attention" and len(args) >= 3 else None
+        keys = ("mask", "is_causal", "scale", "bias")
+        try:
+            with np.errstate(all="ignore"):
+                return score_sensitivity_size(args[0], args[1], v, **{n: kwargs[n] for n in keys if n in kwargs})
+        except (ValueError, IndexError, TypeError):
+            return 0.0
     return 0.0
 
 
@@ -301,7 +328,7 @@ def oracle_bound(dtype: str, expected, yard=None, size: float | None = None, own
         yard_err = 0.0
     rule = f"{dtype}: {FACTOR:g} x naive {dtype} error {yard_err:.3g} + floor {FLOOR_ULPS:g} ulp x output terms {own:.3g}"
     if carried:
-        rule += f" + {CARRIED_ULPS:g} ulp x the row mean over its spread {carried:.3g}"
+        rule += f" + {CARRIED_ULPS:g} ulp x carried {carried:.3g}"
     return Bound(FACTOR * yard_err + floor, rule)
 # --8<-- [end:oracle_bound]
 

@@ -105,14 +105,20 @@ def test_the_floor_is_the_expected_outputs_own_magnitude():
         assert bound.allowed < 0.3, dtype
 
 
-def test_the_carried_term_is_layer_norms_row_mean_only():
+def test_the_carried_term_is_what_stored_intermediates_move_the_output_by():
     import numpy as np
 
     x = np.array([[100.0, 101.0, 99.0, 100.0]])
     gamma, beta = np.array([2.0, 1.0, 1.0, 1.0]), np.zeros(4)
     assert tolerance.carried_size("layer_norm", (x, gamma, beta), {}) == pytest.approx(
         100.0 / np.sqrt(x.var() + 1e-5) * 2.0)
-    assert tolerance.carried_size("scaled_dot_product_attention", (x, x, x), {}) == 0.0
+    assert tolerance.carried_size("scaled_dot_product_attention", (x, x, x), {}) < 1e-300  # one key: p = 1
+    q, k, v = np.array([[1.0]]), np.array([[100.0], [100.5]]), np.array([[0.0], [1.0]])
+    p = np.exp([100.0, 100.5]) / np.exp([100.0, 100.5]).sum()
+    out = p @ v[:, 0]
+    assert tolerance.carried_size("scaled_dot_product_attention", (q, k, v), {"scale": 1.0}) == pytest.approx(
+        p[0] * 100.0 * abs(0.0 - out) + p[1] * 100.5 * abs(1.0 - out))
+    assert tolerance.carried_size("merge_heads", (x,), {}) == 0.0
     assert "CARRIED\\_ULPS" in _page()
 
 
