@@ -28,7 +28,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import reference
-from spec_tests.harness import check, memory
+from spec_tests.harness import check, memory, tolerance
 from spec_tests.harness.strategies import SEEDS, AttentionCase, attention_cases, mha_cases, normal, random_mask
 from spec_tests.harness.subject import not_applicable
 
@@ -222,7 +222,7 @@ FLASH_CASES = [
                               for b, lq, lk, d, c in FLASH_CASES])
 def test_flash_attention_matches_naive(impl, batch, L_q, L_k, d, is_causal):
     """At flash kernels' sizes, the result is the oracle's within DESIGN.md's rule for the dtype:
-    in float16/bfloat16 at most 2x the error of the naive attention computed in that dtype, plus a floor."""
+    in float16/bfloat16 at most FACTOR (4) times the error of the naive attention computed in that dtype, plus a floor."""
     case = AttentionCase(batch, L_q, L_k, d, d, seed=L_q + L_k + d, is_causal=is_causal)
     out = check.oracle(impl, SDPA, case.q, case.k, case.v, is_causal=is_causal)
     if is_causal and L_q > L_k:

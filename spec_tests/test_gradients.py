@@ -51,31 +51,8 @@ def numerical_gradient(f, x: np.ndarray, h: float = FD_STEP) -> np.ndarray:
 
 def _against_finite_differences(impl, seen, numerical, what, yard=None, size=None):
     """The implementation's gradient against central differences of the float64 oracle."""
-    size = max(tolerance.magnitude(numerical), size or 0.0) + 1.0
-    bound = tolerance.oracle_bound(impl.dtype, numerical, yard, size)
-    bound = tolerance.Bound(bound.allowed + FD_RTOL * size, bound.rule + f" + finite-difference error {FD_RTOL:g} x size")
-    check.compare(impl, seen, numerical, bound, what)
-
-
-def _layer_norm_backward_size(dy, x, gamma, eps) -> float:
-    """How large the terms of LayerNorm's gradients get: rows·|dy|·|x̂| for dgamma, |dy|·|gamma|/σ for dx."""
-    centred = x - x.mean(axis=-1, keepdims=True)
-    sigma = np.sqrt((centred**2).mean(axis=-1) + eps)
-    rows = max(dy.size // max(dy.shape[-1], 1), 1)
-    x_hat = float(np.abs(centred).max() / sigma.min()) if x.size else 0.0
-    return float(np.abs(dy).max(initial=0)) * (rows * (1.0 + x_hat) + 3.0 * float(np.abs(gamma).max()) / float(sigma.min()))
-
-
-def _sdpa_backward_size(dout, q, k, v, scale) -> float:
-    """How large the terms of attention's gradients get (the backward analogue of tolerance.attention_size):
-    A = d_v·|dout|·|v| bounds dP; dq ~ 2A·scale·|k|, dk ~ 2A·scale·|q|·L_q, dv ~ L_q·|dout|; times the largest
-    |score|, since rounding a score s moves its weight by ~eps·|s|."""
-    scale = 1.0 / np.sqrt(q.shape[-1]) if scale is None else scale
-    m = lambda a: float(np.abs(a).max(initial=0))  # noqa: E731
-    L_q, d_v = q.shape[-2], v.shape[-1]
-    a = d_v * m(dout) * m(v)
-    terms = max(2 * a * scale * m(k), 2 * a * scale * m(q) * L_q, L_q * m(dout))
-    return terms * tolerance.attention_size(q, k, None, scale) + np.finfo(float).tiny
+    check.compare(impl, seen, numerical, tolerance.finite_difference_bound(impl.dtype, numerical, yard, size, FD_RTOL),
+                  what)
 
 
 # ---------------------------------------------------------------------------------- GRAD-1
@@ -189,7 +166,7 @@ def test_layer_norm_gradients_match_finite_differences(impl, seed, rows, D, offs
             _against_finite_differences(impl, g, numerical_gradient(loss, inputs[n]),
                                         f"autograd's gradient of layer_norm with respect to {name} against "
                                         f"central differences of the oracle{detached}",
-                                        size=float(np.abs(inputs[1]).max()) * D)
+                                        size=tolerance.layer_norm_backward_size(np.ones((rows, D)), *inputs[:2]))
 
 
 # ---------------------------------------------------------------------------------- GRAD-2
@@ -202,8 +179,7 @@ def test_layer_norm_backward_matches_the_numerical_gradient(impl, seed, batch, D
     """(dx, dgamma, dbeta) equal the oracle's and central differences of sum(dy * layer_norm(x, gamma, beta))."""
     x = normal(seed, (*batch, D), spread, offset)
     gamma, beta, dy = normal(seed + 1, (D,), 0.5, 1.0), normal(seed + 2, (D,)), normal(seed + 3, (*batch, D))
-    dx, dgamma, dbeta = check.oracle(impl, LN_BACKWARD, dy, x, gamma, eps=eps,
-                                     size=_layer_norm_backward_size(dy, x, gamma, eps))
+    dx, dgamma, dbeta = check.oracle(impl, LN_BACKWARD, dy, x, gamma, eps=eps)
     x, gamma, beta, dy = impl.round((x, gamma, beta, dy))
 
     def loss(x_=x, g_=gamma, b_=beta):
@@ -216,7 +192,7 @@ def test_layer_norm_backward_matches_the_numerical_gradient(impl, seed, batch, D
                                                                    "dbeta": {"b_": t}}[name]), wrt)
         _against_finite_differences(impl, seen, numerical, f"layer_norm_backward's {name} against central "
                                     f"differences of the oracle's layer_norm", None if yard is None else yard[n],
-                                    _layer_norm_backward_size(dy, x, gamma, eps))
+                                    tolerance.layer_norm_backward_size(dy, x, gamma, eps))
 
 
 @claim("GRAD-2")
@@ -228,8 +204,7 @@ def test_sdpa_backward_matches_the_numerical_gradient(impl, case, scale):
     out_shape = np.broadcast_shapes(case.q.shape[:-1], case.k.shape[:-2] + (1,), case.v.shape[:-2] + (1,)) + (case.d_v,)
     dout = normal(case.seed + 7, out_shape)
     kwargs = dict(mask=case.mask, is_causal=case.is_causal, scale=scale)
-    dq, dk, dv = check.oracle(impl, SDPA_BACKWARD, dout, case.q, case.k, case.v, **kwargs,
-                              size=_sdpa_backward_size(dout, case.q, case.k, case.v, scale))
+    dq, dk, dv = check.oracle(impl, SDPA_BACKWARD, dout, case.q, case.k, case.v, **kwargs)
     dout, q, k, v = impl.round((dout, case.q, case.k, case.v))
 
     def loss(q_=q, k_=k, v_=v):
@@ -241,7 +216,7 @@ def test_sdpa_backward_matches_the_numerical_gradient(impl, case, scale):
         numerical = numerical_gradient(lambda t, key=key: loss(**{key: t}), wrt)
         _against_finite_differences(impl, seen, numerical, f"scaled_dot_product_attention_backward's {name} against "
                                     "central differences of the oracle's attention", None if yard is None else yard[n],
-                                    _sdpa_backward_size(dout, q, k, v, scale))
+                                    tolerance.attention_backward_size(dout, q, k, v, scale))
 
 
 @claim("GRAD-2")

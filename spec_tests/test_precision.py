@@ -46,7 +46,7 @@ def _low_precision_only(impl, what: str) -> None:
 @claim("PREC-1")
 @given(case=LOW_PRECISION_CASES)
 def test_low_precision_attention_is_within_the_rule(impl, case):
-    """float16/bfloat16 attention, masked or causal, long rows and large scores: within 2x the naive error + floor."""
+    """float16/bfloat16 attention, masked or causal, long rows and large scores: within 4x the naive error + floor (the tolerance model)."""
     _low_precision_only(impl, "PREC-1")
     out = check.oracle(impl, SDPA, case.q, case.k, case.v, **case.kwargs)
     check.holds(impl, bool(np.isfinite(out).all()), f"{impl.dtype} attention is finite", arrays=[out])
@@ -91,10 +91,7 @@ def test_layer_norm_runs_in_float32_under_autocast(impl, seed, D, mean, low):
     check.holds(impl, y.dtype == torch.float32,
                 f"under torch.autocast({low}), layer_norm of a float32 input returns float32",
                 [f"seen dtype {y.dtype}"])
-    r = impl.round((x, g, b))
-    expected = reference.layer_norm(*r)
-    in_float32 = tolerance.yardstick(reference.layer_norm, r, {}, "float32")
-    check.compare(impl, impl.to_numpy(y), expected, tolerance.oracle_bound("float32", expected, in_float32, tolerance.layer_norm_size(*r)),
+    check.against(impl, impl.to_numpy(y), reference.layer_norm, (x, g, b), {},
                   f"layer_norm under torch.autocast({low}) against the float64 oracle, within the float32 rule")
 
 

@@ -62,17 +62,16 @@ def test_pre_and_post_ln_blocks_keep_the_shape(impl, case, norm_first):
         out, name = impl.layer_norm(x + attention(x), gamma, beta), "Post-LN LN(x + MHA(x))"
     check.shape(impl, out, x.shape, f"the {name} block keeps the shape (B, L, D)")
     oracle_fn = _oracle_block(norm_first, H, is_causal)
-    args = impl.round((x, w, gamma, beta))
-    expected = oracle_fn(*args)
-    yard = None if impl.dtype == "float64" else tolerance.yardstick(oracle_fn, args, {}, impl.dtype)
-    size = tolerance.magnitude(expected, x) + float(np.abs(gamma).max() + np.abs(beta).max())
-    what = f"the {name} block from this implementation's functions against the oracle's"
+    r = impl.round((x, w, gamma, beta))
+    last = None if norm_first else ("layer_norm", (r[0] + reference.multi_head_attention(r[0], r[0], r[0], r[1], H,
+                                                                                          is_causal=is_causal), *r[2:]))
+    what = f"the {name} block from this implementation's functions against the reference's"
     try:
-        check.compare(impl, out, expected, tolerance.oracle_bound(impl.dtype, expected, yard, size), what)
+        check.against(impl, out, oracle_fn, (x, w, gamma, beta), {}, what, last=last)
     except SpecFailure as failure:  # error carried forward from layer_norm or multi_head_attention (carried.py)
         carried.judge_composition(
-            impl, [(residual, "layer_norm"), (reference, "multi_head_attention")], lambda: oracle_fn(*args), out,
-            lambda e: tolerance.oracle_bound(impl.dtype, e, yard, size), failure,
+            impl, [(residual, "layer_norm"), (reference, "multi_head_attention")], lambda: oracle_fn(*r), out,
+            lambda e: tolerance.bound_against(impl.dtype, oracle_fn, r, {}, e, last=last), failure,
             lambda e, bound, how: check.compare(impl, out, e, bound, f"{what} {how}"))
 
 

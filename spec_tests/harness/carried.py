@@ -126,14 +126,11 @@ def _fails(subject, fname, args, kwargs) -> str | None:
     seen, expected = np.asarray(seen, dtype=np.float64), np.asarray(expected, dtype=np.float64)
     if seen.shape != expected.shape or not np.array_equal(np.isfinite(seen), np.isfinite(expected)):
         return "failed"
-    size = tolerance.size_of(fname, r_args, r_kwargs)
-    yard = None if subject.dtype == "float64" else tolerance.yardstick(oracle_fn, r_args, r_kwargs, subject.dtype)
     err = float(np.nan_to_num(np.abs(seen - expected)).max()) if seen.size else 0.0
-    if err <= tolerance.oracle_bound(subject.dtype, expected, yard, size).allowed:
+    if err <= tolerance.bound_against(subject.dtype, oracle_fn, r_args, r_kwargs, expected, fname).allowed:
         return None
     if computed_in_float32(subject, seen, expected):
-        y32 = tolerance.yardstick(oracle_fn, r_args, r_kwargs, "float32")
-        if err <= tolerance.oracle_bound("float32", expected, y32, size).allowed:
+        if err <= tolerance.bound_against("float32", oracle_fn, r_args, r_kwargs, expected, fname).allowed:
             return "float32"
     return "failed"
 
@@ -264,7 +261,7 @@ def judge_relation(subject, scale, failure, compare) -> None:
 
 
 # ----------------------------------------------------------------------------------------- the hook
-def judge(subject, fname: str, args, kwargs, n: int, seen, failure, size, compare) -> None:
+def judge(subject, fname: str, args, kwargs, n: int, seen, failure, compare) -> None:
     """Called by check.oracle when result `n` of `fname` failed the plain comparison (`failure`).
 
     Returns when the claim is met under a rule above (with a note); raises `failure` otherwise.
@@ -278,11 +275,11 @@ def judge(subject, fname: str, args, kwargs, n: int, seen, failure, size, compar
     s = pick(seen)
 
     # 2. precision: a float64 call answered in float32, judged at float32 (PREC-3 pays for it)
-    expected = pick(oracle_fn(*r_args, **r_kwargs))
+    full = oracle_fn(*r_args, **r_kwargs)
+    expected = pick(full)
     if _precision_judged(claims) and computed_in_float32(subject, s, expected):
-        y32 = pick(tolerance.yardstick(oracle_fn, r_args, r_kwargs, "float32"))
         with contextlib.suppress(SpecFailure):
-            compare(s, expected, tolerance.oracle_bound("float32", expected, y32, size),
+            compare(s, expected, pick(tolerance.bound_against("float32", oracle_fn, r_args, r_kwargs, full, fname)),
                     f"{fname}(...) at float32 precision")
             _note(f"judged at float32 precision: every value {fname} returns for float64 input is a float32, "
                   f"which is charged once, to {PRECISION_CLAIM}")
@@ -296,17 +293,17 @@ def judge(subject, fname: str, args, kwargs, n: int, seen, failure, size, compar
         if failing:
             with _off_the_record(subject), _with_lower(subject, module, failing):
                 try:
-                    carried = pick(oracle_fn(*r_args, **r_kwargs))
+                    carried_full = oracle_fn(*r_args, **r_kwargs)
+                    carried = pick(carried_full)
                 except Exception:  # noqa: BLE001 - the lower function raised: nothing to carry
                     carried = None
             if carried is not None:
                 precision = "float32" if computed_in_float32(subject, s, carried) and _precision_judged(claims) \
                     else subject.dtype
-                yard = None if precision == "float64" else pick(
-                    tolerance.yardstick(oracle_fn, r_args, r_kwargs, precision))
+                bound = pick(tolerance.bound_against(precision, oracle_fn, r_args, r_kwargs, carried_full, fname))
                 whose = _whose(subject, failing)
                 with contextlib.suppress(SpecFailure):
-                    compare(s, carried, tolerance.oracle_bound(precision, carried, yard, size),
+                    compare(s, carried, bound,
                             f"{fname}(...) against the reference built on {whose}")
                     _note(f"judged with {whose} (error carried forward: that bug is charged to its own claim)")
                     return

@@ -65,9 +65,10 @@ def compare(subject, seen, expected, bound: tolerance.Bound, what: str, calls=()
         fail(subject, what, lines, calls, data)
 
 
-def oracle(subject, fname: str, *args, size: float | None = None, impl_only: dict | None = None, **kwargs):
+def oracle(subject, fname: str, *args, impl_only: dict | None = None, **kwargs):
     """Call `fname` on the implementation and compare with the float64 oracle; return the result.
 
+    The bound is tolerance.bound_against's (the one tolerance model): nothing here or in a test picks it.
     `impl_only`: keywords for the implementation alone, which the oracle does not take
     (e.g. block sizes: `impl_only=dict(block_q=1, block_k=7)`).
     """
@@ -75,21 +76,29 @@ def oracle(subject, fname: str, *args, size: float | None = None, impl_only: dic
     oracle_fn = getattr(reference, fname)
     r_args, r_kwargs = subject.round(args), subject.round(kwargs)
     expected = oracle_fn(*r_args, **r_kwargs)
-    yard = None
-    if subject.dtype != "float64":
-        yard = tolerance.yardstick(oracle_fn, r_args, r_kwargs, subject.dtype)
-    if size is None:
-        size = tolerance.size_of(fname, r_args, r_kwargs)
+    bounds = tolerance.bound_against(subject.dtype, oracle_fn, r_args, r_kwargs, expected, fname)
     calls = _calls(seen if not isinstance(seen, tuple) else seen[0])
-    pairs = zip(seen, expected, yard or [None] * len(seen)) if isinstance(seen, tuple) else [(seen, expected, yard)]
-    for n, (s, e, y) in enumerate(pairs):
+    pairs = zip(seen, expected, bounds) if isinstance(seen, tuple) else [(seen, expected, bounds)]
+    for n, (s, e, b) in enumerate(pairs):
         label = f"{fname}(...) against the float64 oracle" + (f" (result {n})" if isinstance(seen, tuple) else "")
         try:
-            compare(subject, s, e, tolerance.oracle_bound(subject.dtype, e, y, size), label, calls)
+            compare(subject, s, e, b, label, calls)
         except SpecFailure as failure:  # error carried forward, precision charged once (carried.py)
-            carried.judge(subject, fname, args, kwargs, n, seen, failure, size,
+            carried.judge(subject, fname, args, kwargs, n, seen, failure,
                           lambda s_, e_, bound, what: compare(subject, s_, e_, bound, what, calls))
     return seen
+
+
+def against(subject, seen, oracle_fn, args, kwargs, what: str, expected=None, last=None):
+    """`seen` (computed by the test from the implementation's functions) against `oracle_fn(*args, **kwargs)`
+    on the inputs rounded to the implementation's dtype, under the oracle bound (yardstick included);
+    `last`: see tolerance.bound_against."""
+    r_args, r_kwargs = subject.round(args), subject.round(kwargs)
+    if expected is None:
+        expected = oracle_fn(*r_args, **r_kwargs)
+    bound = tolerance.bound_against(subject.dtype, oracle_fn, r_args, r_kwargs, expected, last=last)
+    compare(subject, seen, expected, bound, what, _calls(seen))
+    return expected
 
 
 def close(subject, a, b, relation: str, size: float | None = None, hint_data=None) -> None:
