@@ -1,6 +1,6 @@
 """Chapter: efficient attention (docs/efficient.md). Claims EFF-1 .. EFF-5.
 
-Seed 001 §4.1: the naive implementation needs O(s²) memory, too much for long sequences
+Lecture note 2 §4.1: the naive implementation needs O(s²) memory, too much for long sequences
 (s > 1024); the remedies are splitting the big matrix into blocks and FlashAttention.
 Done with an online softmax, blocks change nothing but the order of the arithmetic:
 
@@ -10,7 +10,7 @@ Done with an online softmax, blocks change nothing but the order of the arithmet
 
 so chunked attention must equal naive attention for every block size (EFF-1), keep its
 peak memory O(L) (EFF-2), and flash kernels must match naive attention within the
-low-precision rule of DESIGN.md (EFF-3).
+low-precision rule of CONTRACT.md (EFF-3).
 
 Block sizes reach an implementation as keyword arguments, `block_q` (queries per tile)
 and `block_k` (keys per streamed block), of `scaled_dot_product_attention`,
@@ -221,7 +221,7 @@ FLASH_CASES = [
                          ids=[f"{'x'.join(map(str, b))}-{lq}x{lk}-d{d}{'-causal' if c else ''}"
                               for b, lq, lk, d, c in FLASH_CASES])
 def test_flash_attention_matches_naive(impl, batch, L_q, L_k, d, is_causal):
-    """At flash kernels' sizes, the result is the oracle's within DESIGN.md's rule for the dtype:
+    """At flash kernels' sizes, the result is the oracle's within CONTRACT.md's rule for the dtype:
     in float16/bfloat16 at most FACTOR (4) times the error of the naive attention computed in that dtype, plus a floor."""
     case = AttentionCase(batch, L_q, L_k, d, d, seed=L_q + L_k + d, is_causal=is_causal)
     out = check.oracle(impl, SDPA, case.q, case.k, case.v, is_causal=is_causal)

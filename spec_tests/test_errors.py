@@ -1,6 +1,6 @@
 """Chapter: bad input and hygiene (docs/errors.md). Claims ERR-1, ERR-2.
 
-DESIGN.md: bad input raises ValueError with a message that names the offending values; inputs are
+CONTRACT.md: bad input raises ValueError with a message that names the offending values; inputs are
 never modified in place; outputs have the input's dtype; results are deterministic.
 """
 

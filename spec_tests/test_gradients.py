@@ -1,6 +1,6 @@
 """Chapter: gradients (docs/gradients.md). Claims GRAD-1 .. GRAD-3.
 
-"Trained by backpropagation" (seed 000 §4): every piece of attention must pass gradients, and pass the
+"Trained by backpropagation" (lecture note 1 §4): every piece of attention must pass gradients, and pass the
 right ones.
 
     GRAD-1  autograd's gradients of SDPA, MHA and LayerNorm (PyTorch implementations, float64) match
@@ -16,7 +16,7 @@ right ones.
 
 A finite difference (f(x + h) - f(x - h)) / 2h of the float64 oracle errs by about h² |f'''| + eps |f| / h;
 with h = 1e-6 that is ~1e-10 of the values involved, so the comparison allows 1e-6 of them (plus the
-dtype's own rule of DESIGN.md for float32).
+dtype's own rule of CONTRACT.md for float32).
 """
 
 import numpy as np

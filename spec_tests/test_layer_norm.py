@@ -1,9 +1,9 @@
 """Chapter: LayerNorm (docs/layer_norm.md). Claims LN-1 .. LN-8.
 
-    μ = mean(x),  σ² = mean((x - μ)²)  over the last axis (D features)         (seed 001 §2.1)
+    μ = mean(x),  σ² = mean((x - μ)²)  over the last axis (D features)         (lecture note 2 §2.1)
     y = γ (x - μ) / sqrt(σ² + ε) + β,   ε = 1e-5 by default, inside the square root
 
-Seed 001 §2.2's code divides by (std + eps) with the *unbiased* std; that is a different function,
+Lecture note 2 §2.2's code divides by (std + eps) with the *unbiased* std; that is a different function,
 and LN-6 tells them apart. BatchNorm (reference.BatchNorm) is the contrast of §2.3's table.
 """
 
@@ -121,7 +121,7 @@ def test_negating_the_input_negates_the_output(impl, case):
 def test_biased_variance_with_eps_inside_the_root(impl):
     """Row [1, 0, 0, 0]: mean 0.25, biased variance 0.1875, so y[0] = 0.75 / sqrt(0.1875 + 1e-5) = 1.7320...
 
-    Seed 001 §2.2's code gives 0.75 / (0.5 + eps) = 1.5 instead (unbiased std 0.5, eps added to the std).
+    Lecture note 2 §2.2's code gives 0.75 / (0.5 + eps) = 1.5 instead (unbiased std 0.5, eps added to the std).
     """
     x = np.array([[1.0, 0.0, 0.0, 0.0]])
     y = impl.layer_norm(x, np.ones(4), np.zeros(4))
@@ -129,7 +129,7 @@ def test_biased_variance_with_eps_inside_the_root(impl):
     seed_code = np.array([[0.75, -0.25, -0.25, -0.25]]) / (0.5 + 1e-5)
     details = []
     if np.allclose(y, seed_code, rtol=1e-2):
-        details.append("seen the seed's code: unbiased std (divide by D - 1) with eps added to the std")
+        details.append("seen the lecture notes' code: unbiased std (divide by D - 1) with eps added to the std")
     check.holds(impl, not details, "layer_norm([1, 0, 0, 0]) is [1.732, -0.577, -0.577, -0.577], not [1.5, -0.5, ...]",
                 details + [f"seen {y[0]}"], [y])
     check.against(impl, y, reference.layer_norm, (x, np.ones(4), np.zeros(4)), {},

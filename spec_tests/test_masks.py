@@ -1,12 +1,12 @@
 """Chapter: masks (docs/masks.md). Claims MASK-1 .. MASK-7.
 
-    mask[..., i, j] = True  means query i may attend to key j          (DESIGN.md; PyTorch's bool attn_mask too)
+    mask[..., i, j] = True  means query i may attend to key j          (CONTRACT.md; PyTorch's bool attn_mask too)
     is_causal       : query i sees key j iff j <= i + (L_k - L_q)        (bottom-right aligned)
     mask AND causal : both must allow a key
     no visible key  : the output row and its weights are exactly 0       (ONNX Attention-23, PyTorch, FlashAttention)
 
-Seed 001 §3.2 builds the padding mask `(x != pad_idx).unsqueeze(1).unsqueeze(2)`, shape (B, 1, 1, L),
-and fills hidden scores with -1e9; seed 000 fills them with -inf. Neither survives a fully masked row.
+Lecture note 2 §3.2 builds the padding mask `(x != pad_idx).unsqueeze(1).unsqueeze(2)`, shape (B, 1, 1, L),
+and fills hidden scores with -1e9; lecture note 1 fills them with -inf. Neither survives a fully masked row.
 """
 
 import numpy as np

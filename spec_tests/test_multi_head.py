@@ -2,7 +2,7 @@
 
 MHA-8 (heads specialise; 2 heads beat 1 at equal D) is an experiment: spec_tests/experiments/heads.py.
 
-    MultiHead(Q, K, V) = Concat(head_1, ..., head_H) W^O + b_O                 (seed 000, formula)
+    MultiHead(Q, K, V) = Concat(head_1, ..., head_H) W^O + b_O                 (lecture note 1, formula)
     head_h = Attention(Q W^Q_h + b^Q_h, K W^K_h + b^K_h, V W^V_h + b^V_h)
 
     query (B, L_q, D), key and value (B, L_k, D); W^Q, W^K, W^V, W^O are (D, D) in the y = x W + b
@@ -66,7 +66,7 @@ def test_output_shape(impl, B, L_q, L_k, H, d_k, self_attention):
 @claim("MHA-2")
 @pytest.mark.parametrize("D, H", [(512, 7), (12, 5), (6, 4), (9, 2)])
 def test_d_model_not_divisible_by_heads_raises(impl, D, H):
-    """d_model % num_heads != 0 raises ValueError naming both numbers (seed 001 §3.1's 512 and 7)."""
+    """d_model % num_heads != 0 raises ValueError naming both numbers (lecture note 2 §3.1's 512 and 7)."""
     x = normal(1, (1, 2, D))
     check.raises_value_error(impl, MHA, (x, x, x, mha_weights(2, D, False), H), {}, names=(D, H))
     check.raises_value_error(impl, "split_heads", (x, H), {}, names=(D, H))

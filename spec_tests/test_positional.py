@@ -1,6 +1,6 @@
 """Chapter: positional encodings (docs/positional.md). Claims PE-1 .. PE-5.
 
-    PE[p, 2i] = sin(p / 10000^(2i/D)),   PE[p, 2i+1] = cos(p / 10000^(2i/D))      (seed 001 §5.2)
+    PE[p, 2i] = sin(p / 10000^(2i/D)),   PE[p, 2i+1] = cos(p / 10000^(2i/D))      (lecture note 2 §5.2)
     rope(x, m): pair (x[2i], x[2i+1]) rotated by m · base^(-2i/d)                 (RoPE, PE-4)
     bias[i, j] = table[bucket(j - i)] added to the scores                         (T5, PE-5; ALiBi likewise)
 

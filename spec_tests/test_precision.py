@@ -1,7 +1,7 @@
 """Chapter: precision (docs/precision.md). Claims PREC-1, PREC-2, PREC-3.
 
-Seed 001 §4.2: mixed precision (FP16 with FP32) speeds training up; LayerNorm must stay in
-FP32. What an implementation in float16 or bfloat16 owes (DESIGN.md, "Comparing numbers"):
+Lecture note 2 §4.2: mixed precision (FP16 with FP32) speeds training up; LayerNorm must stay in
+FP32. What an implementation in float16 or bfloat16 owes (CONTRACT.md, "Comparing numbers"):
 
     |out - oracle_float64| <= 2 * |naive_dtype - oracle_float64| + 8 ulp(dtype) * size
 

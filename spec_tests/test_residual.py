@@ -1,6 +1,6 @@
 """Chapter: residual blocks and norm placement (docs/residual.md). Claims RES-1 .. RES-3.
 
-    Post-LN:  y = LN(x + sublayer(x))          Pre-LN:  y = x + sublayer(LN(x))          (seed 001 §3.3)
+    Post-LN:  y = LN(x + sublayer(x))          Pre-LN:  y = x + sublayer(LN(x))          (lecture note 2 §3.3)
     Xavier/Glorot:  Var(W_ij) = 2 / (fan_in + fan_out)
 
 RES-1 builds both blocks from the implementation's own multi_head_attention and layer_norm and

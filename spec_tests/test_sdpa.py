@@ -1,6 +1,6 @@
 """Chapter: scaled dot-product attention (docs/sdpa.md). Claims SDPA-1 .. SDPA-8.
 
-    Attention(Q, K, V) = softmax(Q K^T / sqrt(d_k)) V          (seed 000 §2, seed 001 §1.2)
+    Attention(Q, K, V) = softmax(Q K^T / sqrt(d_k)) V          (lecture note 1 §2, lecture note 2 §1.2)
 
     q (..., L_q, d_k), k (..., L_k, d_k), v (..., L_k, d_v)  ->  out (..., L_q, d_v)
 """

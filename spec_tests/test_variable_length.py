@@ -1,9 +1,9 @@
 """Chapter: variable length (docs/variable_length.md). Claims VAR-1 .. VAR-4.
 
-Attention has no parameter that depends on the sequence length (seed 000 §6: A1, A2 -> B1, B2 and
+Attention has no parameter that depends on the sequence length (lecture note 1 §6: A1, A2 -> B1, B2 and
 A1..A4 -> B1..B4 with the same weights). Padding and masks make batches of different lengths;
 causal masks make prefixes independent of what follows; and without positional encodings,
-self-attention cannot see order at all (seed 000 §2 feeds it X "with positional encoding").
+self-attention cannot see order at all (lecture note 1 §2 feeds it X "with positional encoding").
 """
 
 import numpy as np

@@ -1,6 +1,6 @@
 """A correct, plain NumPy implementation of the contract: the mutants' common base.
 
-It covers v1 and the later chapters' extensions (DESIGN.md): `bias=` on attention,
+It covers v1 and the later chapters' extensions (CONTRACT.md): `bias=` on attention,
 `num_kv_heads=` (grouped-query attention), `rotary_embedding`, `t5_relative_position_bucket`
 and the two backward passes.
 

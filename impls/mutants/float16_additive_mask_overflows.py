@@ -1,8 +1,8 @@
-"""Masking adds -1e9 to the hidden scores, seed 001 §3.2's fill, and runs in float16.
+"""Masking adds -1e9 to the hidden scores, lecture note 2 §3.2's fill, and runs in float16.
 
 Caught by MASK-6: float16's largest finite value is 65504, so -1e9 rounds to -inf. A query
 whose keys are all hidden then has a row of -inf scores, and softmax gives NaN (in float32
-the same fill gives the mean of V instead, MASK-4's bug). Seed 001 §4.2 is mixed precision.
+the same fill gives the mean of V instead, MASK-4's bug). Lecture note 2 §4.2 is mixed precision.
 Built on impls/torch_naive (correct), not on the NumPy `_base`: the bug needs float16.
 """
 import math

@@ -8,7 +8,7 @@ import numpy as np
 from impls.mutants import _base
 from impls.mutants._base import *  # noqa: F401,F403
 
-BUG = ("filling hidden scores with -1e9 (seed 001's code), so a query that sees no key "
+BUG = ("filling hidden scores with -1e9 (lecture note 2's code), so a query that sees no key "
        "gets uniform weights and outputs the mean of V instead of 0")
 CAUGHT_BY = "MASK-4"
 

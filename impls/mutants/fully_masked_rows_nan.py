@@ -9,7 +9,7 @@ from impls.mutants import _base
 from impls.mutants._base import *  # noqa: F401,F403
 
 BUG = ("filling hidden scores with -inf and taking a plain softmax, so a query that sees "
-       "no key gets max = -inf and NaN weights (seed 000's code) instead of zeros")
+       "no key gets max = -inf and NaN weights (lecture note 1's code) instead of zeros")
 CAUGHT_BY = "MASK-4"
 
 

@@ -3,7 +3,7 @@
 Caught by PREC-2: in float32 the products are as accurate as `mean()`, but under
 torch.autocast a matmul runs in float16/bfloat16, so the statistics of a row of mean 300
 lose about 3 digits and the normalised output is wrong in its first digit, while the
-result still comes back as float32. Seed 001 §4.2: "LayerNorm must stay in FP32".
+result still comes back as float32. Lecture note 2 §4.2: "LayerNorm must stay in FP32".
 Built on impls/torch_naive (correct), not on the NumPy `_base`: the bug needs autocast.
 """
 import torch

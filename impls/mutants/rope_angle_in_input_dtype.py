@@ -1,7 +1,7 @@
 """Rotary embedding that computes the angles m·θ_i in the input's dtype, float32 here.
 
 Caught by PE-4: an angle of a few hundred radians rounded to float32 is off by ~1e-5, and
-so is every rotated value; the rule of DESIGN.md allows errors of the size the naive float32
+so is every rotated value; the rule of CONTRACT.md allows errors of the size the naive float32
 code makes, whose angles are exact. (In float16 the angle would be off by a whole radian.)
 """
 import numpy as np

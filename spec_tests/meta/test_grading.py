@@ -30,7 +30,7 @@ MUTANTS_DIR = ROOT / "impls" / "mutants"
 MUTANTS = sorted(p.stem for p in MUTANTS_DIR.glob("*.py") if not p.stem.startswith("_"))
 # A few bugs of different kinds: a wrong value, a write into an input, nondeterminism, a wrong dtype.
 SAMPLE = ["merge_heads_without_transpose", "modifies_input_in_place", "nondeterministic_noise",
-          "float32_promoted_to_float64", "fully_masked_rows_nan", "layer_norm_seed_code"]
+          "float32_promoted_to_float64", "fully_masked_rows_nan", "layer_norm_lecture_note_code"]
 GRADED = MUTANTS if os.environ.get("MHA_SPEC_ALL_MUTANTS") else [m for m in SAMPLE if m in MUTANTS]
 
 

@@ -1,4 +1,4 @@
-"""LayerNorm as in seed 001's code: unbiased standard deviation, eps added to the std.
+"""LayerNorm as in lecture note 2's code: unbiased standard deviation, eps added to the std.
 
 Caught by LN-6: gamma * (x - mean) / (std_unbiased + eps) + beta is not the formula
 (x - mean) / sqrt(var_biased + eps); on the row [1, 0, 0, 0] the first output is 1.5, not 1.732.
@@ -10,7 +10,7 @@ from impls.mutants._base import *  # noqa: F401,F403
 from impls.mutants._base import _check_affine, _require_ndim
 
 BUG = ("normalising by x.std(ddof=1) + eps, the unbiased standard deviation with eps outside "
-       "the square root (seed 001's code), instead of sqrt(biased variance + eps)")
+       "the square root (lecture note 2's code), instead of sqrt(biased variance + eps)")
 CAUGHT_BY = "LN-6"
 
 
