@@ -1,6 +1,6 @@
 """Multi-head attention in NumPy, written for speed; follows the contract in CONTRACT.md.
 
-Same math as the oracle in `reference/`, arranged to make fewer passes over memory:
+Same math as the reference in `reference/`, arranged to make fewer passes over memory:
 
 - no Python loop over heads or positions: all heads go through one batched matmul;
 - self-attention projects Q, K and V with a single (D, 3D) matmul (K and V with (D, 2D)
@@ -188,7 +188,7 @@ def sinusoidal_positional_encoding(length, d_model):
     """PE[p, 2i] = sin(p ω_i), PE[p, 2i+1] = cos(p ω_i), ω_i = 10000^(-2i/D); (length, D) float64."""
     p = np.arange(length, dtype=np.float64)[:, None]  # (length, 1)
     two_i = np.arange(0, d_model, 2, dtype=np.float64)  # (ceil(D/2),): the exponent's 2i
-    angle = p / 10000.0 ** (two_i / d_model)  # (length, ceil(D/2)), the oracle's exact expression
+    angle = p / 10000.0 ** (two_i / d_model)  # (length, ceil(D/2)), the reference's exact expression
     pe = np.empty((length, d_model))
     np.sin(angle, out=pe[:, 0::2])
     np.cos(angle[:, : d_model // 2], out=pe[:, 1::2])  # odd D: the last column is a sin

@@ -1,6 +1,6 @@
 """The float64 NumPy oracle (`reference/`), exposed as an implementation under test.
 
-Running the spec against the oracle itself checks the suite's own claims: every
+Running the spec against the reference itself checks the suite's own claims: every
 test must pass here, or the test (not the implementation) is wrong.
 """
 

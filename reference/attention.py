@@ -12,8 +12,8 @@ before the softmax, softmax(Q K^T · scale + B): it carries relative position bi
 (T5's bucketed table, ALiBi's slopes; `reference.t5_bias`, `reference.alibi`). An entry
 of -inf hides its key as a False mask entry would.
 
-Leading dimensions (batch, heads, ...) broadcast. The oracle computes in the
-dtype it is given: float64 when it serves as the oracle, float32 or float16
+Leading dimensions (batch, heads, ...) broadcast. The reference computes in the
+dtype it is given: float64 when it serves as the reference, float32 or float16
 when the harness runs it as the "naive reference in the same precision" that
 the tolerance model compares against.
 """

@@ -67,7 +67,7 @@ def blocks(draw, L_q: int, L_k: int) -> dict:
 @claim("EFF-1")
 @given(case=attention_cases(lengths=CHUNK_LENGTHS, batch=CHUNK_BATCH), data=st.data())
 def test_chunked_sdpa_equals_naive_for_every_block_size(impl, case, data):
-    """Any block_q, block_k (1, a non-divisor of L, L, more than L), with masks, causal, L_q != L_k: the oracle's result."""
+    """Any block_q, block_k (1, a non-divisor of L, L, more than L), with masks, causal, L_q != L_k: the reference's result."""
     impl.function(SDPA, *BLOCKS)
     b = data.draw(blocks(case.L_q, case.L_k), label="blocks")
     check.oracle(impl, SDPA, case.q, case.k, case.v, impl_only=b, **case.kwargs)
@@ -76,7 +76,7 @@ def test_chunked_sdpa_equals_naive_for_every_block_size(impl, case, data):
 @claim("EFF-1")
 @given(case=attention_cases(lengths=CHUNK_LENGTHS, batch=CHUNK_BATCH), data=st.data())
 def test_chunked_weights_equal_naive_for_every_block_size(impl, case, data):
-    """attention_weights by tiles equals the oracle's P, and is exactly 0 on every hidden key."""
+    """attention_weights by tiles equals the reference's P, and is exactly 0 on every hidden key."""
     impl.function("attention_weights", *BLOCKS)
     b = data.draw(blocks(case.L_q, case.L_k), label="blocks")
     p = check.oracle(impl, "attention_weights", case.q, case.k, impl_only=b, **case.kwargs)
@@ -116,7 +116,7 @@ def test_fully_masked_rows_are_exactly_zero_in_every_block(impl, seed, L_q, L_k,
 @settings(max_examples=10)
 @given(case=mha_cases(lengths=CHUNK_LENGTHS, masked=None, causal=None), data=st.data())
 def test_chunked_multi_head_attention_equals_naive(impl, case, data):
-    """multi_head_attention with chunked heads equals the oracle, masks and causal included."""
+    """multi_head_attention with chunked heads equals the reference, masks and causal included."""
     impl.function("multi_head_attention", *BLOCKS)
     b = data.draw(blocks(case.L_q, case.L_k), label="blocks")
     check.oracle(impl, "multi_head_attention", *case.args, impl_only=b, **case.kwargs)
@@ -221,7 +221,7 @@ FLASH_CASES = [
                          ids=[f"{'x'.join(map(str, b))}-{lq}x{lk}-d{d}{'-causal' if c else ''}"
                               for b, lq, lk, d, c in FLASH_CASES])
 def test_flash_attention_matches_naive(impl, batch, L_q, L_k, d, is_causal):
-    """At flash kernels' sizes, the result is the oracle's within CONTRACT.md's rule for the dtype:
+    """At flash kernels' sizes, the result is the reference's within CONTRACT.md's rule for the dtype:
     in float16/bfloat16 at most FACTOR (4) times the error of the naive attention computed in that dtype, plus a floor."""
     case = AttentionCase(batch, L_q, L_k, d, d, seed=L_q + L_k + d, is_causal=is_causal)
     out = check.oracle(impl, SDPA, case.q, case.k, case.v, is_causal=is_causal)
@@ -234,7 +234,7 @@ def test_flash_attention_matches_naive(impl, batch, L_q, L_k, d, is_causal):
 @claim("EFF-3")
 def test_long_sequence_matches_naive(impl):
     """1024 causal queries and keys in each of 2 padded batches (2M scores): an implementation's own blocks,
-    whatever they are, cut it into many tiles (perhaps across threads); the result is still the oracle's."""
+    whatever they are, cut it into many tiles (perhaps across threads); the result is still the reference's."""
     q, k, v = normal(21, (2, 1, 1024, 16)), normal(22, (2, 1, 1024, 16)), normal(23, (2, 1, 1024, 16))
     pad = reference.padding_mask([1024, 700], 1024)  # (2, 1, 1, 1024): batch 1 has 324 pad keys
     check.oracle(impl, SDPA, q, k, v, mask=pad, is_causal=True)

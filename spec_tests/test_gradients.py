@@ -4,17 +4,17 @@
 right ones.
 
     GRAD-1  autograd's gradients of SDPA, MHA and LayerNorm (PyTorch implementations, float64) match
-            central finite differences of the float64 oracle (torch.autograd.gradcheck's comparison)
+            central finite differences of the float64 reference (torch.autograd.gradcheck's comparison)
     GRAD-2  the analytic backward passes a learner may write in NumPy,
                 layer_norm_backward(dy, x, gamma, eps=1e-5) -> (dx, dgamma, dbeta)
                 scaled_dot_product_attention_backward(dout, q, k, v, mask=None, is_causal=False, scale=None)
                     -> (dq, dk, dv)
-            match the oracle's (reference/layer_norm_backward.py, reference/attention_backward.py) and
-            central finite differences of the float64 oracle's forward pass
+            match the reference's (reference/layer_norm_backward.py, reference/attention_backward.py) and
+            central finite differences of the float64 reference's forward pass
     GRAD-3  a query with no visible key gets zero gradients, never NaN; under is_causal, no gradient flows
             to a position from any later one
 
-A finite difference (f(x + h) - f(x - h)) / 2h of the float64 oracle errs by about h² |f'''| + eps |f| / h;
+A finite difference (f(x + h) - f(x - h)) / 2h of the float64 reference errs by about h² |f'''| + eps |f| / h;
 with h = 1e-6 that is ~1e-10 of the values involved, so the comparison allows 1e-6 of them (plus the
 dtype's own rule of CONTRACT.md for float32).
 """
@@ -35,7 +35,7 @@ SDPA = "scaled_dot_product_attention"
 LN_BACKWARD = "layer_norm_backward"
 SDPA_BACKWARD = "scaled_dot_product_attention_backward"
 FD_STEP = 1e-6
-FD_RTOL = 1e-6  # how far a central difference of the float64 oracle may be from the true gradient
+FD_RTOL = 1e-6  # how far a central difference of the float64 reference may be from the true gradient
 
 
 def numerical_gradient(f, x: np.ndarray, h: float = FD_STEP) -> np.ndarray:
@@ -50,7 +50,7 @@ def numerical_gradient(f, x: np.ndarray, h: float = FD_STEP) -> np.ndarray:
 
 
 def _against_finite_differences(impl, seen, numerical, what, yard=None, size=None):
-    """The implementation's gradient against central differences of the float64 oracle."""
+    """The implementation's gradient against central differences of the float64 reference."""
     check.compare(impl, seen, numerical, tolerance.finite_difference_bound(impl.dtype, numerical, yard, size, FD_RTOL),
                   what)
 
@@ -58,7 +58,7 @@ def _against_finite_differences(impl, seen, numerical, what, yard=None, size=Non
 # ---------------------------------------------------------------------------------- GRAD-1
 # torch.autograd.gradcheck's comparison, autograd against central differences, made so that it also runs
 # when the implementation sits in an isolated worker (grading): autograd runs there, on the implementation's
-# own tensors; the finite differences are taken here, of the float64 oracle; the loss is the sum of a random
+# own tensors; the finite differences are taken here, of the float64 reference; the loss is the sum of a random
 # selection of outputs, a vector-Jacobian product with a 0/1 cotangent (and once with all ones).
 
 def _torch_float64(impl):
@@ -101,7 +101,7 @@ def _selections(seed, shape):
 @example(case=AttentionCase((), 3, 3, 2, 3, seed=0, mask_shape=(3, 3), density=0.6))
 def test_sdpa_gradients_match_finite_differences(impl, case):
     """Autograd's gradients of scaled_dot_product_attention in q, k and v (with masks) match
-    central differences of the float64 oracle."""
+    central differences of the float64 reference."""
     _torch_float64(impl)
     kwargs = case.kwargs
     out = check.oracle(impl, SDPA, case.q, case.k, case.v, **kwargs)
@@ -118,7 +118,7 @@ def test_sdpa_gradients_match_finite_differences(impl, case):
         for name, g, n in zip("qkv", grads, range(3)):
             numerical = numerical_gradient(lambda t, n=n: loss(*inputs[:n], t, *inputs[n + 1:]), inputs[n])
             _against_finite_differences(impl, g, numerical, f"autograd's d sum(out{'' if select is None else '[S]'})"
-                                        f" / d {name} against central differences of the oracle{detached}")
+                                        f" / d {name} against central differences of the reference{detached}")
 
 
 @claim("GRAD-1")
@@ -126,7 +126,7 @@ def test_sdpa_gradients_match_finite_differences(impl, case):
 @example(case=MHACase(1, 3, 3, 2, 2, seed=0, self_attention=False, mask_kind="padding", is_causal=True))
 def test_multi_head_gradients_match_finite_differences(impl, case):
     """Autograd's gradients of multi_head_attention in its inputs and every weight and bias match central
-    differences of the float64 oracle."""
+    differences of the float64 reference."""
     _torch_float64(impl)
     names = sorted(case.weights)
     inputs = [case.query, case.key, case.value, *(case.weights[n] for n in names)]
@@ -147,13 +147,13 @@ def test_multi_head_gradients_match_finite_differences(impl, case):
             numerical = numerical_gradient(lambda t, n=n: loss(*inputs[:n], t, *inputs[n + 1:], select=select),
                                            inputs[n])
             _against_finite_differences(impl, g, numerical, f"autograd's gradient of multi_head_attention with "
-                                        f"respect to {name} against central differences of the oracle{detached}")
+                                        f"respect to {name} against central differences of the reference{detached}")
 
 
 @claim("GRAD-1")
 @given(seed=SEEDS, rows=st.integers(1, 3), D=st.integers(2, 6), offset=st.sampled_from([0.0, 5.0]))
 def test_layer_norm_gradients_match_finite_differences(impl, seed, rows, D, offset):
-    """Autograd's gradients of layer_norm in x, gamma and beta match central differences of the oracle."""
+    """Autograd's gradients of layer_norm in x, gamma and beta match central differences of the reference."""
     _torch_float64(impl)
     inputs = [normal(seed, (rows, D), offset=offset), normal(seed + 1, (D,), 0.5, 1.0), normal(seed + 2, (D,))]
     for select in _selections(seed, (rows, D)):
@@ -165,7 +165,7 @@ def test_layer_norm_gradients_match_finite_differences(impl, seed, rows, D, offs
 
             _against_finite_differences(impl, g, numerical_gradient(loss, inputs[n]),
                                         f"autograd's gradient of layer_norm with respect to {name} against "
-                                        f"central differences of the oracle{detached}",
+                                        f"central differences of the reference{detached}",
                                         size=tolerance.layer_norm_backward_size(np.ones((rows, D)), *inputs[:2]))
 
 
@@ -176,7 +176,7 @@ def test_layer_norm_gradients_match_finite_differences(impl, seed, rows, D, offs
        eps=st.sampled_from([1e-5, 1e-3]))
 @example(seed=0, batch=(2,), D=4, offset=0.0, spread=1.0, eps=1e-5)
 def test_layer_norm_backward_matches_the_numerical_gradient(impl, seed, batch, D, offset, spread, eps):
-    """(dx, dgamma, dbeta) equal the oracle's and central differences of sum(dy * layer_norm(x, gamma, beta))."""
+    """(dx, dgamma, dbeta) equal the reference's and central differences of sum(dy * layer_norm(x, gamma, beta))."""
     x = normal(seed, (*batch, D), spread, offset)
     gamma, beta, dy = normal(seed + 1, (D,), 0.5, 1.0), normal(seed + 2, (D,)), normal(seed + 3, (*batch, D))
     dx, dgamma, dbeta = check.oracle(impl, LN_BACKWARD, dy, x, gamma, eps=eps)
@@ -191,7 +191,7 @@ def test_layer_norm_backward_matches_the_numerical_gradient(impl, seed, batch, D
         numerical = numerical_gradient(lambda t, name=name: loss(**{"dx": {"x_": t}, "dgamma": {"g_": t},
                                                                    "dbeta": {"b_": t}}[name]), wrt)
         _against_finite_differences(impl, seen, numerical, f"layer_norm_backward's {name} against central "
-                                    f"differences of the oracle's layer_norm", None if yard is None else yard[n],
+                                    f"differences of the reference's layer_norm", None if yard is None else yard[n],
                                     tolerance.layer_norm_backward_size(dy, x, gamma, eps))
 
 
@@ -200,7 +200,7 @@ def test_layer_norm_backward_matches_the_numerical_gradient(impl, seed, batch, D
        scale=st.sampled_from([None, 0.7]))
 @example(case=AttentionCase((2,), 3, 3, 2, 3, seed=0, mask_shape=(2, 3, 3), density=0.6), scale=None)
 def test_sdpa_backward_matches_the_numerical_gradient(impl, case, scale):
-    """(dq, dk, dv) equal the oracle's and central differences of sum(dout * attention(q, k, v)), with masks, broadcast leading dims and an explicit scale."""
+    """(dq, dk, dv) equal the reference's and central differences of sum(dout * attention(q, k, v)), with masks, broadcast leading dims and an explicit scale."""
     out_shape = np.broadcast_shapes(case.q.shape[:-1], case.k.shape[:-2] + (1,), case.v.shape[:-2] + (1,)) + (case.d_v,)
     dout = normal(case.seed + 7, out_shape)
     kwargs = dict(mask=case.mask, is_causal=case.is_causal, scale=scale)
@@ -215,7 +215,7 @@ def test_sdpa_backward_matches_the_numerical_gradient(impl, case, scale):
     for n, (name, seen, wrt, key) in enumerate((("dq", dq, q, "q_"), ("dk", dk, k, "k_"), ("dv", dv, v, "v_"))):
         numerical = numerical_gradient(lambda t, key=key: loss(**{key: t}), wrt)
         _against_finite_differences(impl, seen, numerical, f"scaled_dot_product_attention_backward's {name} against "
-                                    "central differences of the oracle's attention", None if yard is None else yard[n],
+                                    "central differences of the reference's attention", None if yard is None else yard[n],
                                     tolerance.attention_backward_size(dout, q, k, v, scale))
 
 

@@ -139,7 +139,7 @@ def test_biased_variance_with_eps_inside_the_root(impl):
 @claim("LN-6")
 @given(case=layer_norm_cases(dims=st.integers(2, 5), affine=False))
 def test_short_rows_tell_biased_from_unbiased(impl, case):
-    """Rows of 2..5 features, where dividing by D or by D - 1 differs most, match the oracle."""
+    """Rows of 2..5 features, where dividing by D or by D - 1 differs most, match the reference."""
     check.oracle(impl, LN, case.x, case.gamma, case.beta)
 
 
@@ -168,7 +168,7 @@ def test_low_precision_statistics_are_computed_in_float32(impl, seed, D, mean):
     expected = reference.layer_norm(*r)
     bound = tolerance.float32_statistics_bound(impl.dtype, expected, r)
     check.compare(impl, y, expected, bound,
-                  "low-precision layer_norm against the oracle, allowed what float32 statistics would err")
+                  "low-precision layer_norm against the reference, allowed what float32 statistics would err")
 
 
 # ---------------------------------------------------------------------------------- LN-8

@@ -218,7 +218,7 @@ def test_grouped_query_decoding_reproduces_causal_self_attention(impl, case):
 @given(case=decoding_cases())
 def test_the_oracles_kv_cache_reproduces_causal_self_attention(case):
     """reference.kv_cache: projecting each token once and attending against the cached K/V (G heads) equals
-    the oracle's full causal (grouped-query) attention; the cache ends with one entry per token."""
+    the reference's full causal (grouped-query) attention; the cache ends with one entry per token."""
     x, w, H, G, prefill = case
     decoded, cache = reference.decode(x, w, H, num_kv_heads=G, prefill=prefill)
     full = reference.multi_head_attention(x, x, x, w, H, is_causal=True, num_kv_heads=G)
@@ -279,7 +279,7 @@ def test_an_all_false_mask_gives_all_zeros(impl, seed, L_q, L_k, d):
 @claim("MASK-5")
 @given(case=attention_cases(masked=True))
 def test_masked_sdpa_matches_oracle(impl, case):
-    """Any mask broadcastable to (..., L_q, L_k), with or without is_causal, equals the oracle."""
+    """Any mask broadcastable to (..., L_q, L_k), with or without is_causal, equals the reference."""
     check.oracle(impl, SDPA, case.q, case.k, case.v, **case.kwargs)
 
 

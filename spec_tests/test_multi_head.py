@@ -167,7 +167,7 @@ def test_changing_one_heads_weights_changes_only_its_block(impl, case, h, which)
 @example(case=MHACase(1, 2, 2, 2, 2, seed=0))
 @example(case=MHACase(2, 3, 3, 4, 3, seed=1, self_attention=False, mask_kind="padding", is_causal=True))
 def test_multi_head_attention_matches_oracle(impl, case):
-    """Concat(head_1..head_H) W^O + b_O equals the float64 oracle (random weights, biases, masks, causal)."""
+    """Concat(head_1..head_H) W^O + b_O equals the float64 reference (random weights, biases, masks, causal)."""
     check.oracle(impl, MHA, *case.args, **case.kwargs)
 
 
@@ -320,7 +320,7 @@ def _repeat_kv_columns(w, G: int, H: int, d_k: int):
 @given(gqa=gqa_cases())
 @example(gqa=_gqa(MHACase(2, 3, 3, 4, 2, seed=5, mask_kind="padding", is_causal=True), 2))
 def test_grouped_query_attention_matches_oracle(impl, gqa):
-    """multi_head_attention(..., num_kv_heads=G) equals the oracle for every G dividing H, masks and causal."""
+    """multi_head_attention(..., num_kv_heads=G) equals the reference for every G dividing H, masks and causal."""
     case, G = gqa
     check.oracle(impl, MHA, *case.args, num_kv_heads=G, **case.kwargs)
 
@@ -401,7 +401,7 @@ def test_kv_heads_must_divide_heads(impl, H, G):
 @claim("MHA-9")
 @pytest.mark.parametrize("H, G", [(8, 8), (8, 2), (8, 1)])
 def test_kv_cache_shrinks_by_heads_over_groups(H, G):
-    """The oracle's decoding cache (reference.kv_cache) holds 2·B·G·T·d_k numbers: H/G times fewer than MHA's."""
+    """The reference's decoding cache (reference.kv_cache) holds 2·B·G·T·d_k numbers: H/G times fewer than MHA's."""
     d_k, B, T = 4, 2, 9
     D = H * d_k
     x = normal(0, (B, T, D))

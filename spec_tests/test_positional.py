@@ -234,14 +234,14 @@ def _buckets(impl, n, bidirectional=True, num_buckets=32, max_distance=128) -> n
 @claim("PE-5")
 @given(settings=bucket_settings(), seed=SEEDS)
 def test_t5_buckets_match_oracle(impl, settings, seed):
-    """bucket(j - i) equals the oracle's for relative positions from -400 to 400, exactly (they are integers)."""
+    """bucket(j - i) equals the reference's for relative positions from -400 to 400, exactly (they are integers)."""
     bidirectional, num_buckets, max_distance = settings
     n = np.concatenate([np.arange(-40, 41), np.random.default_rng(seed).integers(-400, 401, 102)]).reshape(3, 61)
     seen = _buckets(impl, n, bidirectional, num_buckets, max_distance)
     expected = reference.t5_relative_position_bucket(n, bidirectional, num_buckets, max_distance)
     check.exactly(impl, seen, expected,
                   f"t5_relative_position_bucket(n, bidirectional={bidirectional}, num_buckets={num_buckets}, "
-                  f"max_distance={max_distance}) equals the oracle")
+                  f"max_distance={max_distance}) equals the reference")
 
 
 @claim("PE-5")
@@ -326,7 +326,7 @@ def test_t5_bidirectional_and_causal_directions(impl, settings):
 @given(seed=SEEDS, heads=st.integers(1, 4), L_q=st.integers(1, 9), L_k=st.integers(1, 9), d=HEAD_DIMS,
        is_causal=st.booleans(), kind=st.sampled_from(["t5", "alibi", "random"]))
 def test_sdpa_with_a_position_bias_matches_oracle(impl, seed, heads, L_q, L_k, d, is_causal, kind):
-    """softmax(Q K^T / sqrt(d_k) + bias) V with a (H, L_q, L_k) bias equals the oracle, with and without is_causal."""
+    """softmax(Q K^T / sqrt(d_k) + bias) V with a (H, L_q, L_k) bias equals the reference, with and without is_causal."""
     L_k = L_q if is_causal else L_k  # square when causal: the causal alignment is MASK-3's subject, not this claim's
     if kind == "t5":
         bias = reference.t5_bias(normal(seed + 5, (heads, 32)), L_q, L_k, bidirectional=not is_causal)

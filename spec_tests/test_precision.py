@@ -66,7 +66,7 @@ def test_low_precision_attention_with_offset_values(impl, seed, L, offset):
 @settings(max_examples=15)
 @given(case=mha_cases())
 def test_low_precision_multi_head_attention_is_within_the_rule(impl, case):
-    """float16/bfloat16 multi-head attention (projections, heads, W^O) against the float64 oracle, within the rule."""
+    """float16/bfloat16 multi-head attention (projections, heads, W^O) against the float64 reference, within the rule."""
     _low_precision_only(impl, "PREC-1")
     check.oracle(impl, "multi_head_attention", *case.args, **case.kwargs)
 
@@ -92,7 +92,7 @@ def test_layer_norm_runs_in_float32_under_autocast(impl, seed, D, mean, low):
                 f"under torch.autocast({low}), layer_norm of a float32 input returns float32",
                 [f"seen dtype {y.dtype}"])
     check.against(impl, impl.to_numpy(y), reference.layer_norm, (x, g, b), {},
-                  f"layer_norm under torch.autocast({low}) against the float64 oracle, within the float32 rule")
+                  f"layer_norm under torch.autocast({low}) against the float64 reference, within the float32 rule")
 
 
 # ---------------------------------------------------------------------------------- PREC-3

@@ -4,7 +4,7 @@
     Xavier/Glorot:  Var(W_ij) = 2 / (fan_in + fan_out)
 
 RES-1 builds both blocks from the implementation's own multi_head_attention and layer_norm and
-compares them with the oracle's (reference/residual.py). RES-3 runs activations through the
+compares them with the reference's (reference/residual.py). RES-3 runs activations through the
 implementation's projections. RES-2 is a seeded experiment at initialisation (torch only, marked
 slow; spec_tests/experiments/norm_placement.py), whose numbers the docs show.
 """
@@ -37,7 +37,7 @@ def block_cases(draw):
 
 
 def _oracle_block(norm_first, H, is_causal):
-    """The oracle's block as a function of (x, weights, gamma, beta), for the tolerance model's yardstick."""
+    """The reference's block as a function of (x, weights, gamma, beta), for the tolerance model's yardstick."""
     block = residual.pre_ln_block if norm_first else residual.post_ln_block
 
     def fn(x, w, gamma, beta):
@@ -50,7 +50,7 @@ def _oracle_block(norm_first, H, is_causal):
 @given(case=block_cases(), norm_first=st.booleans())
 def test_pre_and_post_ln_blocks_keep_the_shape(impl, case, norm_first):
     """x + MHA(LN(x)) and LN(x + MHA(x)), built from the implementation's own functions, are (B, L, D)
-    and equal the oracle's blocks (reference/residual.py)."""
+    and equal the reference's blocks (reference/residual.py)."""
     x, w, H, gamma, beta, is_causal = case
 
     def attention(h):
@@ -78,7 +78,7 @@ def test_pre_and_post_ln_blocks_keep_the_shape(impl, case, norm_first):
 @claim("RES-1")
 @pytest.mark.parametrize("norm_first", [False, True], ids=["post-ln", "pre-ln"])
 def test_a_stack_of_encoder_layers_keeps_the_shape(norm_first):
-    """The oracle's encoder layer (attention, then FFN, each in a residual block) maps (B, L, D) to (B, L, D),
+    """The reference's encoder layer (attention, then FFN, each in a residual block) maps (B, L, D) to (B, L, D),
     layer after layer, for self-attention with and without a causal mask."""
     rng = np.random.default_rng(0)
     B, L, D, F, H = 2, 5, 8, 32, 2

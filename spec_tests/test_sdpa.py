@@ -24,7 +24,7 @@ SDPA = "scaled_dot_product_attention"
 @example(case=AttentionCase((), 1, 1, 1, 1, seed=0))
 @example(case=AttentionCase((), 2, 3, 4, 2, seed=1))
 def test_sdpa_matches_oracle(impl, case):
-    """softmax(QK^T/sqrt(d_k))V equals the float64 oracle on any shapes."""
+    """softmax(QK^T/sqrt(d_k))V equals the float64 reference on any shapes."""
     check.oracle(impl, SDPA, case.q, case.k, case.v)
 
 
@@ -62,7 +62,7 @@ def _visible_rows(case: AttentionCase) -> np.ndarray:
 @claim("SDPA-2")
 @given(case=attention_cases(causal=False))  # masks whose rows each keep a visible key: SDPA-2 is about visible rows
 def test_attention_weights_are_distributions(impl, case):
-    """attention_weights: equal to the oracle, >= 0, each row with a visible key sums to 1."""
+    """attention_weights: equal to the reference, >= 0, each row with a visible key sums to 1."""
     p = check.oracle(impl, "attention_weights", case.q, case.k, **case.kwargs)
     check.holds(impl, bool((p >= 0).all()), "every attention weight is >= 0",
                 [f"smallest weight seen: {p.min():.3g}"], [p])
@@ -164,7 +164,7 @@ def _big(impl) -> float:
 @claim("SDPA-5")
 @given(case=attention_cases(masked=False, causal=False, dims=st.integers(1, 8)))
 def test_large_scores_give_finite_correct_outputs(impl, case):
-    """Scores of magnitude ~1e4 (naive exp overflows) still give finite outputs equal to the oracle."""
+    """Scores of magnitude ~1e4 (naive exp overflows) still give finite outputs equal to the reference."""
     s = np.sqrt(_big(impl))
     check.oracle(impl, SDPA, case.q * s, case.k * s, case.v)
 

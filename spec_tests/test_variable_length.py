@@ -24,7 +24,7 @@ D, H = 12, 3
 @claim("VAR-1")
 @pytest.mark.parametrize("L", [1, 2, 4, 7, 64, 113])
 def test_the_same_weights_process_any_length(impl, L):
-    """One set of weights, any L: the output is (B, L, D) and equals the oracle."""
+    """One set of weights, any L: the output is (B, L, D) and equals the reference."""
     w = mha_weights(5, D, True)
     x = normal(L, (2, L, D))
     out = check.oracle(impl, MHA, x, x, x, w, H)

@@ -1,6 +1,6 @@
 """Attention casts float64 inputs to float32, computes, and casts the result back to float64.
 
-Caught by PREC-3: a float64 implementation is compared with the float64 oracle at about
+Caught by PREC-3: a float64 implementation is compared with the float64 reference at about
 1e-10 relative; float32 arithmetic is wrong in the 7th or 8th digit. The bug is charged once,
 to PREC-3; the other claims judge it at float32 precision (spec_tests/harness/carried.py).
 """

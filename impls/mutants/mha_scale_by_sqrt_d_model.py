@@ -1,7 +1,7 @@
 """Multi-head attention scales the scores by 1/sqrt(d_model) instead of 1/sqrt(d_k).
 
 Caught by MHA-5: the heads' scores are too small by a factor sqrt(H), so the softmax is
-too flat and the output differs from the oracle's Concat(head_1..head_H) W^O.
+too flat and the output differs from the reference's Concat(head_1..head_H) W^O.
 """
 import math
 

@@ -1,7 +1,7 @@
 """Multi-head attention scales the scores by 1/sqrt(H) instead of 1/sqrt(d_k).
 
 Caught by MHA-5: with the wrong temperature the softmax weights, and so the output, differ
-from the oracle's Concat(head_1..head_H) W^O.  (Invisible when d_k == H, e.g. D = 16,
+from the reference's Concat(head_1..head_H) W^O.  (Invisible when d_k == H, e.g. D = 16,
 H = 4, where sqrt(H) == sqrt(d_k): a test must use another shape, such as D = 24, H = 2.)
 """
 import math

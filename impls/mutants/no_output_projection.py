@@ -1,7 +1,7 @@
 """Multi-head attention returns the concatenated heads without the output projection W_O.
 
 Caught by MHA-5: the formula is Concat(head_1..head_H) W^O + b_O; without it the output
-differs from the oracle for random weights.
+differs from the reference for random weights.
 """
 import numpy as np
 

@@ -8,6 +8,7 @@ from impls.mutants._base import *  # noqa: F401,F403
 
 BUG = "forgetting the 1/sqrt(d_k) scaling: softmax(Q K^T) V instead of softmax(Q K^T / sqrt(d_k)) V"
 CAUGHT_BY = "SDPA-4"
+ALSO_CAUGHT_BY = ("SDPA-1",)   # the values differ from softmax(QK^T/sqrt(d_k)) V too
 
 
 def _default_scale(d_k):

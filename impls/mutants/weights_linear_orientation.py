@@ -1,7 +1,7 @@
 """Projections use x @ W.T (nn.Linear's stored (out, in) orientation) instead of x @ W.
 
 Caught by MHA-5: the contract's weights are in the y = x @ W + b orientation; transposing them
-gives a different output from the oracle for random (non-symmetric) weights.
+gives a different output from the reference for random (non-symmetric) weights.
 """
 import numpy as np
 

@@ -3,7 +3,7 @@
 The suite draws every input as NumPy; an implementation receives arrays of its
 own BACKEND, DEVICE and dtype, and its results come back as NumPy float64.
 Rounding an input through the implementation's dtype (`round_trip`) gives the
-values the implementation actually saw, which is what the oracle is fed.
+values the implementation actually saw, which is what the reference is fed.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Assertions of the spec: against the oracle, between two results, and exact ones.
+"""Assertions of the spec: against the reference, between two results, and exact ones.
 
 Each raises `SpecFailure` with the whole feedback (feedback.py) and returns the
 implementation's result, so a test reads as a list of checks:
@@ -42,7 +42,7 @@ def compare(subject, seen, expected, bound: tolerance.Bound, what: str, calls=()
     if bad.any():
         idx = tuple(int(i) for i in np.argwhere(bad)[0])
         fail(subject, what, [
-            f"seen {int(bad.sum())} non-finite value(s) (NaN or inf) where the oracle is finite, "
+            f"seen {int(bad.sum())} non-finite value(s) (NaN or inf) where the reference is finite, "
             f"first at index {idx}: expected {expected[idx]:.6g}, seen {seen[idx]}",
             f"expected: {fmt_array(expected)}", f"seen:     {fmt_array(seen)}",
         ], calls, data)
@@ -66,10 +66,10 @@ def compare(subject, seen, expected, bound: tolerance.Bound, what: str, calls=()
 
 
 def oracle(subject, fname: str, *args, impl_only: dict | None = None, **kwargs):
-    """Call `fname` on the implementation and compare with the float64 oracle; return the result.
+    """Call `fname` on the implementation and compare with the float64 reference; return the result.
 
     The bound is tolerance.bound_against's (the one tolerance model): nothing here or in a test picks it.
-    `impl_only`: keywords for the implementation alone, which the oracle does not take
+    `impl_only`: keywords for the implementation alone, which the reference does not take
     (e.g. block sizes: `impl_only=dict(block_q=1, block_k=7)`).
     """
     seen = subject.call(fname, *args, **kwargs, **(impl_only or {}))
@@ -80,7 +80,7 @@ def oracle(subject, fname: str, *args, impl_only: dict | None = None, **kwargs):
     calls = _calls(seen if not isinstance(seen, tuple) else seen[0])
     pairs = zip(seen, expected, bounds) if isinstance(seen, tuple) else [(seen, expected, bounds)]
     for n, (s, e, b) in enumerate(pairs):
-        label = f"{fname}(...) against the float64 oracle" + (f" (result {n})" if isinstance(seen, tuple) else "")
+        label = f"{fname}(...) against the float64 reference" + (f" (result {n})" if isinstance(seen, tuple) else "")
         try:
             compare(subject, s, e, b, label, calls)
         except SpecFailure as failure:  # error carried forward, precision charged once (carried.py)
@@ -91,7 +91,7 @@ def oracle(subject, fname: str, *args, impl_only: dict | None = None, **kwargs):
 
 def against(subject, seen, oracle_fn, args, kwargs, what: str, expected=None, last=None):
     """`seen` (computed by the test from the implementation's functions) against `oracle_fn(*args, **kwargs)`
-    on the inputs rounded to the implementation's dtype, under the oracle bound (yardstick included);
+    on the inputs rounded to the implementation's dtype, under the reference bound (yardstick included);
     `last`: see tolerance.bound_against."""
     r_args, r_kwargs = subject.round(args), subject.round(kwargs)
     if expected is None:

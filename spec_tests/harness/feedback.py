@@ -142,7 +142,7 @@ def _safe(name: str) -> str:
 
 
 def _param_names(fname: str, n: int) -> list[str]:
-    """Names for positional arguments: the oracle's parameter names when it has the function."""
+    """Names for positional arguments: the reference's parameter names when it has the function."""
     import inspect
 
     import reference
@@ -171,7 +171,7 @@ def reproduction(call, extra_calls=()) -> str:
     subject = call.subject
     spec = current().impl_spec or subject.impl.path or subject.name
     head = ["import numpy as np"] + (["import torch"] if subject.backend == "torch" else [])
-    head += ["import reference  # the float64 oracle", "from spec_tests import load_impl",
+    head += ["import reference  # the float64 reference", "from spec_tests import load_impl",
              f"impl = load_impl({spec!r})", _cast_line(subject)]
     saved: dict[str, np.ndarray] = {}
     body: list[str] = []

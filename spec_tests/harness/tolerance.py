@@ -397,7 +397,7 @@ def _reference():
 
 
 def finite_difference_bound(dtype: str, numerical, yard, size: float, fd_rtol: float) -> Bound:
-    """A gradient against central differences of the float64 reference: the oracle bound, plus the
+    """A gradient against central differences of the float64 reference: the reference bound, plus the
     differences' own error fd_rtol x the size of the values involved."""
     size = max(magnitude(numerical), size or 0.0) + 1.0
     bound = oracle_bound(dtype, numerical, yard, size)

@@ -30,7 +30,7 @@ def _failure_output(mutant: str, claim: str) -> str:
 
 def test_a_failure_names_claim_input_values_and_chapter():
     out = _failure_output("no_score_scaling", "SDPA-1")
-    assert "SDPA-1 does not hold: softmax(QK^T/sqrt(d_k)) V equals the float64 oracle" in out
+    assert "SDPA-1 does not hold: softmax(QK^T/sqrt(d_k)) V equals the float64 reference" in out
     assert "implementation: no_score_scaling (numpy, float64)" in out
     assert "input: scaled_dot_product_attention(" in out
     assert "expected:" in out and "seen:" in out and "largest error" in out and "allowed" in out

@@ -73,8 +73,11 @@ def test_each_mutant_scores_less_with_its_bug_named(name, tmp_path):
     doc = results(out)
     assert doc["score"] < 1, f"{name} ({module.BUG}) should lose points on {module.CAUGHT_BY}"
     feedback = (out / "feedback.md").read_text()
-    assert f"this matches a known bug: {module.BUG}" in feedback, f"{name}'s bug is not named:\n{feedback}"
-    assert feedback.count(f"this matches a known bug: {module.BUG}") == 1, "one cause is reported once"
+    named = f"this matches a known bug: {module.BUG}" in feedback
+    # on an input that several known bugs explain alike, the diagnosis lists the candidates instead of guessing
+    among = "more than one known bug" in feedback and module.BUG in feedback.replace("\n", " ")
+    assert named or among, f"{name}'s bug is not named:\n{feedback}"
+    assert feedback.count(f"this matches a known bug: {module.BUG}") == int(named), "one cause is reported once"
 
 
 def test_a_bug_no_mutant_has_gets_only_what_failed(tmp_path):
@@ -371,7 +374,9 @@ def test_one_bug_is_one_cause_with_its_claims_and_values(tmp_path):
     causes = re.findall(r"^### \d+\. (.+)$", feedback, re.M)
     assert causes == ["Float64 results are right to about 8 digits only"], causes
     section = feedback.split("### 1.")[1].split("## By chapter")[0]
-    assert all(c in section for c in ("SDPA-1", "SDPA-2", "MHA-5", "MASK-3")), section
+    assert all(c in section for c in ("SDPA-1", "SDPA-2", "MASK-3")), section
+    # multi_head_attention is built on this file's own SDPA: judged with it (error carried forward), MHA-5 holds
+    assert "MHA-5" not in section, section
     assert "cast to float32" in section  # the hint for this kind of failure, not a claim's generic one
     assert re.search(r"^q = np\.array\(\[\[", section, re.M), "a small input is shown with its values"
     for word in ("seed", "mutant", "oracle"):
