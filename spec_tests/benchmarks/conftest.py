@@ -6,6 +6,7 @@
                              those of its DTYPES that are listed
     MHA_SPEC_BENCH_THREADS   threads for PyTorch's intra-op pool and for BLAS (default: all cores)
     MHA_SPEC_BENCH_MIN_ROUNDS  timed rounds per case at least (default 3; more when a call is fast)
+    MHA_SPEC_BENCH_SECONDS   time spent timing one case, at most (default 2; CI's docs run uses less)
 
 Every case times the implementation's own call on its own arrays (converted before the timed
 region; on a GPU the timed call ends with torch.cuda.synchronize()), then measures the peak
@@ -43,7 +44,7 @@ def _default_dtypes() -> str:
 
 DTYPES = {d.strip() for d in os.environ.get("MHA_SPEC_BENCH_DTYPES", _default_dtypes()).split(",") if d.strip()}
 THREADS = int(os.environ.get("MHA_SPEC_BENCH_THREADS") or os.cpu_count() or 1)
-TARGET_SECONDS = 0.05 if SIZE == "tiny" else 2.0  # time spent timing one case (at least MIN_ROUNDS rounds)
+TARGET_SECONDS = 0.05 if SIZE == "tiny" else float(os.environ.get("MHA_SPEC_BENCH_SECONDS", "2.0"))  # per case (>= MIN_ROUNDS rounds)
 MIN_ROUNDS = 1 if SIZE == "tiny" else int(os.environ.get("MHA_SPEC_BENCH_MIN_ROUNDS", "3"))
 MAX_ROUNDS = 3 if SIZE == "tiny" else max(50, MIN_ROUNDS)
 
