@@ -23,7 +23,6 @@ import tempfile
 from pathlib import Path
 
 from docs_gen import FRAGMENTS, ROOT
-from docs_gen.mathtext import cite
 from docs_gen.spec_source import Mutant, read_mutants
 
 FEEDBACK_DIR = FRAGMENTS / "bugs"
@@ -54,7 +53,7 @@ def clean(message: str) -> str:
     for line in message.splitlines():
         if line.strip().startswith(_CUT):
             break
-        lines.append(cite(line.rstrip().replace(str(ROOT) + os.sep, "")))
+        lines.append(line.rstrip().replace(str(ROOT) + os.sep, ""))
     while lines and not lines[-1].strip():
         lines.pop()
     return "\n".join(lines)

@@ -10,7 +10,7 @@ import re
 from docs_gen import FRAGMENTS as FRAGMENTS_DIR
 from docs_gen import GENERATED_NOTE, write_output
 from docs_gen.bug_feedback import FEEDBACK_DIR
-from docs_gen.mathtext import cite, plain, prose, rich
+from docs_gen.mathtext import plain, prose, rich
 from docs_gen.spec_source import (Chapter, Claim, Mutant, SpecTest, load_catalogue, module_doc, read_mutants,
                                   read_tests, rel, tests_by_claim)
 
@@ -104,7 +104,7 @@ _NAME_WORDS = {"sqrt d model": "sqrt(d_model)", "sqrt num heads": "sqrt(num_head
                "sin cos": "sin/cos", "top left": "top-left", "feature major": "feature-major",
                "layer norm": "LayerNorm", "mha": "multi-head attention", "pe": "positional encoding",
                "kv": "K/V", "gqa": "GQA", "t5": "T5", "rope": "RoPE", "sqrt": "the square root",
-               "seed code": "the lecture note's code", "1e 6": "1e-6", "d model": "d_model", "of v": "of V",
+               "lecture note code": "the lecture note's code", "1e 6": "1e-6", "d model": "d_model", "of v": "of V",
                "float16": "float16", "num heads": "num_heads", "eps": "eps"}
 
 
@@ -171,7 +171,7 @@ def source_page(chapter: Chapter, claims: dict[str, Claim]) -> str:
         return "\n".join(out)
     doc = module_doc(chapter.path)
     if doc:
-        out += ["```text", *cite(doc).splitlines(), "```", ""]
+        out += ["```text", *doc.splitlines(), "```", ""]
     run = f"pytest --impl PATH --chapter {chapter.id}"
     out += [f"Run this chapter against your file: `{run}`.", ""]
     for t in read_tests(chapter.path):

@@ -2,14 +2,13 @@
 
     python -m docs_gen.grading_sample        writes docs_gen/fragments/grading_sample/
 
-It writes a student's file (a correct NumPy implementation with the two bugs of `BUGS`: scores
-computed in float32, and LayerNorm's eps outside the square root), grades it with the default
+It writes a student's file (a correct NumPy implementation with the two bugs of
+docs_gen/grading_sample_bugs.py: scores computed in float32, and LayerNorm's eps outside the square root), grades it with the default
 rubric exactly as `python -m spec_tests.grade` does, and keeps what the grader wrote:
 `feedback.md` (what the student reads), `results.json` (what Gradescope reads; the per-claim
 outputs after the first few are left out of the copy on the page, and the top-level output, which
-is feedback.md, is replaced by a pointer to it), `grading.log`'s head (what the instructor reads)
-and `bugs.py` (the two functions that differ from a correct file). docs/instructors.md includes
-these files. The run takes about half a minute on two cores.
+is feedback.md, is replaced by a pointer to it) and `grading.log`'s head (what the instructor reads).
+docs/instructors.md includes these files and the bugs' source. The run takes about half a minute on two cores.
 """
 
 from __future__ import annotations
@@ -24,24 +23,7 @@ from docs_gen import FRAGMENTS, ROOT
 
 OUT = FRAGMENTS / "grading_sample"
 BASE = ROOT / "impls" / "mutants" / "_base.py"  # correct, self-contained NumPy
-BUGS = '''
-# -- what this student got wrong -------------------------------------------------------------
-
-_scores_exact = _scores
-
-
-def _scores(q, k, scale):
-    """Scores in float32 "to save memory": float64 inputs keep only 7 or 8 digits."""
-    return _scores_exact(q.astype(np.float32), k.astype(np.float32), scale).astype(q.dtype)
-
-
-def layer_norm(x, gamma, beta, eps=1e-5):
-    """eps added to the standard deviation instead of the variance."""
-    x = np.asarray(x)
-    mean = x.mean(axis=-1, keepdims=True)
-    std = np.sqrt(((x - mean) ** 2).mean(axis=-1, keepdims=True))
-    return gamma * (x - mean) / (std + eps) + beta
-'''
+BUGS = "\n" + (Path(__file__).with_name("grading_sample_bugs.py")).read_text()  # the two bugs, shown on the page as they are
 TESTS_SHOWN = 3  # per-claim entries of results.json kept on the page
 
 
@@ -71,7 +53,6 @@ def main() -> int:
     (OUT / "feedback.md").write_text(feedback)
     (OUT / "results.json").write_text(json.dumps(doc, indent=1) + "\n")
     (OUT / "grading.log").write_text(log.strip() + "\n")
-    (OUT / "bugs.py").write_text(BUGS.lstrip())
     print(f"docs_gen.grading_sample: {doc['score']} / 100 -> {OUT.relative_to(ROOT)}/")
     return 0
 

@@ -82,27 +82,9 @@ def _tex(match: re.Match, replacement: str) -> str:
     return "$" + out + "$"
 
 
-# The lecture notes the project started from, cited as the Sources page names them (docs/sources.md).
-_CITATIONS = [(re.compile(r"\b[Ss]eed 000\b"), "lecture note 1"), (re.compile(r"\b[Ss]eed 001\b"), "lecture note 2"),
-              (re.compile(r"\bthe seeds\b"), "the lecture notes"), (re.compile(r"\bseed notes\b"), "lecture notes"),
-              (re.compile(r"\bthe seed's\b"), "lecture note 2's"),
-              (re.compile(r"\(DESIGN\.md, \"Comparing numbers\"\)"), "(CONTRACT.md, tolerance)"),
-              (re.compile(r"\bthe rule of DESIGN\.md\b"), "the contract's rule"),
-              (re.compile(r"\brule of DESIGN\.md\b"), "rule of the contract"),
-              (re.compile(r"\bDESIGN\.md's rule\b"), "the contract's rule"),
-              (re.compile(r"\bDESIGN\.md\b"), "the contract (CONTRACT.md)")]
-
-
-def cite(s: str) -> str:
-    """Old citations of the lecture notes ("seed 001") as the site names them ("lecture note 2")."""
-    for rx, words in _CITATIONS:
-        s = rx.sub(words, s)
-    return s
-
-
 def plain(s: str) -> str:
     """Text made safe for Markdown and the math extension (no stray `$`)."""
-    return cite(re.sub(r"\s+", " ", s)).translate(_ESCAPE)
+    return re.sub(r"\s+", " ", s).translate(_ESCAPE)
 
 
 def tokens(s: str) -> list[tuple[str, str]]:
@@ -146,7 +128,7 @@ def rich_html(s: str) -> str:
             return f'<span class="arithmatex">\\({html.escape(t, quote=False)}\\)</span>'
         if kind == "code":
             return f"<code>{html.escape(t, quote=False)}</code>"
-        return html.escape(cite(t), quote=False)
+        return html.escape(t, quote=False)
     return "".join(one(k, t) for k, t in tokens(s))
 
 

@@ -172,20 +172,17 @@ def test_low_precision_statistics_are_computed_in_float32(impl, seed, D, mean):
 
 
 # ---------------------------------------------------------------------------------- LN-8
+# BatchNorm's side of each contrast (its output changes with the batch, with training/inference, with one
+# sample, with padding) does not depend on the implementation: spec_tests/demonstrations/ shows it on the
+# reference. The claims below are LayerNorm's side, and they are the implementation's.
 @claim("LN-8")
 @given(seed=SEEDS, D=st.integers(1, 12))
-def test_batchnorm_depends_on_the_batch_layernorm_does_not(impl, seed, D):
-    """Statistics axis: one sample x in two batches. BatchNorm's output for it changes; LayerNorm's does not.
-
-    In [x - u, x, x + u] the batch mean is x, so BatchNorm maps x to 0; in [x, x + u, x + 2u] the mean is
-    x + u and the variance 2u²/3, so it maps x to -u / sqrt(2u²/3 + eps) ~ -1.22, whatever x and u > 0 are.
-    """
+def test_layer_norm_does_not_depend_on_the_batch(impl, seed, D):
+    """Statistics axis: one sample x in two batches ([x - u, x, x + u] and [x, x + u, x + 2u], where BatchNorm maps
+    x to 0 and to about -1.22): LayerNorm gives x the same output in either."""
     x = normal(seed, (1, D))
     u = np.abs(normal(seed + 1, (1, D))) + 0.5
     batch_a, batch_b = np.concatenate([x - u, x, x + u]), np.concatenate([x, x + u, x + 2 * u])
-    bn_a, bn_b = reference.BatchNorm(D)(batch_a)[1], reference.BatchNorm(D)(batch_b)[0]
-    check.holds(impl, bool((np.abs(bn_a - bn_b) > 1.0).all()), "BatchNorm (training) gives the same sample a "
-                "different output in a different batch", [f"BatchNorm outputs {bn_a} and {bn_b}"])
     g, b = np.ones(D), np.zeros(D)
     check.close(impl, impl.layer_norm(batch_a, g, b)[1], impl.layer_norm(batch_b, g, b)[0],
                 "LayerNorm gives the sample the same output in either batch",
@@ -194,28 +191,19 @@ def test_batchnorm_depends_on_the_batch_layernorm_does_not(impl, seed, D):
 
 @claim("LN-8")
 @given(seed=SEEDS, D=st.integers(2, 12))
-def test_batchnorm_differs_between_training_and_inference(impl, seed, D):
-    """Inference difference: BatchNorm switches to running statistics; LayerNorm has no such switch."""
+def test_layer_norm_has_no_training_and_inference_modes(impl, seed, D):
+    """Inference difference: BatchNorm switches to running statistics; LayerNorm is the same function every call."""
     x = normal(seed, (8, D), 2.0, 1.0)
-    bn = reference.BatchNorm(D)
-    train = bn(x)
-    bn.training = False
-    infer = bn(x)
-    check.holds(impl, float(np.abs(train - infer).max()) > 1e-2, "BatchNorm gives different outputs in training "
-                "and inference", [f"largest difference {np.abs(train - infer).max():.3g}"])
     g, b = np.ones(D), np.zeros(D)
     check.equal(impl, impl.layer_norm(x, g, b), impl.layer_norm(x, g, b), "LayerNorm is the same function every call")
 
 
 @claim("LN-8")
 @given(seed=SEEDS, D=st.integers(2, 12))
-def test_batchnorm_on_a_batch_of_one_erases_the_sample(impl, seed, D):
-    """Small batches: BatchNorm (training) on one sample outputs beta for every feature; LayerNorm keeps its shape."""
+def test_layer_norm_keeps_a_lone_sample(impl, seed, D):
+    """Small batches: BatchNorm (training) on one sample outputs beta for every feature; LayerNorm keeps its pattern."""
     x = normal(seed, (1, D))
     x = 3.0 + 2.0 * (x - x.mean()) / x.std()  # a sample with a spread (var 4 >> eps): LN keeps its pattern
-    bn = reference.BatchNorm(D)(x)
-    check.holds(impl, bool(np.allclose(bn, 0.0)), "BatchNorm on a batch of one outputs beta = 0 everywhere",
-                [f"seen {bn}"])
     g, b = np.ones(D), np.zeros(D)
     y = check.oracle(impl, LN, x, g, b)
     check.holds(impl, float(np.abs(y).max()) > 0.1, "LayerNorm on the same sample keeps its pattern", [f"seen {y}"], [y])
@@ -223,14 +211,11 @@ def test_batchnorm_on_a_batch_of_one_erases_the_sample(impl, seed, D):
 
 @claim("LN-8")
 @given(seed=SEEDS, D=st.integers(2, 8), n=st.integers(1, 6), pad=st.integers(1, 6))
-def test_batchnorm_over_padded_sequences_depends_on_padding(impl, seed, D, n, pad):
+def test_layer_norm_over_padded_sequences_ignores_padding(impl, seed, D, n, pad):
     """Variable length (the RNN row): BatchNorm's statistics include pad positions; LayerNorm's never do."""
     seq = normal(seed, (1, n, D), 1.0, 2.0)
     short = np.concatenate([seq, np.zeros((1, 1, D))], axis=1)
     long = np.concatenate([seq, np.zeros((1, 1 + pad, D))], axis=1)
-    bn_short, bn_long = reference.BatchNorm(D)(short)[0, :n], reference.BatchNorm(D)(long)[0, :n]
-    check.holds(impl, float(np.abs(bn_short - bn_long).max()) > 1e-3, "BatchNorm's output at real positions changes "
-                "with the amount of padding", [f"largest change {np.abs(bn_short - bn_long).max():.3g}"])
     g, b = np.ones(D), np.zeros(D)
     check.close(impl, impl.layer_norm(short, g, b)[0, :n], impl.layer_norm(long, g, b)[0, :n],
                 "LayerNorm's output at real positions does not depend on the padding",

@@ -372,7 +372,6 @@ def _chapter_line(grade: Grade, chapter: str, title: str, got: float, most: floa
 
 
 PLAIN = ((re.compile(r"\bthe float64 oracle\b"), "the float64 reference"), (re.compile(r"\boracle\b"), "reference"),
-         (re.compile(r"\bthe seed's code\b"), "a common tutorial's code"),
          (re.compile(r"\bmutants?\b"), "known bug"))
 
 
