@@ -346,8 +346,20 @@ def _classify(rep, call) -> tuple[str, str]:
     if call.excinfo is not None and all(isinstance(e, NOT_IMPLEMENTED_ERRORS) for e in _leaves(call.excinfo.value)):
         # a required function: "not implemented", and the run is red (rep.failed)
         return report_mod.NOT_IMPL, str(_leaves(call.excinfo.value)[0])
-    text = str(rep.longrepr or "")
-    return report_mod.FAILED, text if len(text) <= 4000 else f"{text[:1500]}\n...\n{text[-2500:]}"  # the end says why
+    return report_mod.FAILED, shorten(str(rep.longrepr or ""))
+
+
+def shorten(text: str, limit: int = 4000, head: int = 1500, tail: int = 2500) -> str:
+    """A long failure message cut to its start and its end (the end says why), at line boundaries; a
+    "likely cause" line from the part left out is kept whole."""
+    if len(text) <= limit:
+        return text
+    start = text[:head].rsplit("\n", 1)[0]
+    end_at = len(text) - tail
+    end_at = text.find("\n", end_at) + 1 or end_at
+    middle = text[len(start):end_at]
+    kept = [line.strip() for line in middle.splitlines() if line.strip().startswith("likely cause:")]
+    return "\n".join([start, "...", *kept[:1], text[end_at:]])
 
 
 def _leaves(exc: BaseException) -> list[BaseException]:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import re
 from functools import cache
 from pathlib import Path
 
@@ -32,13 +33,18 @@ MAX_CALLS = 4
 NUMPY_DTYPES = ("float64", "float32")
 
 
+def _needs_torch(source: str) -> bool:
+    """Whether a mutant imports torch, itself or through the PyTorch implementation it is built on."""
+    return re.search(r"^\s*(import torch|from torch\b|from impls\.(torch|triton)_\w+ import)", source, re.M) is not None
+
+
 @cache
 def mutants(with_torch: bool = False) -> list:
     """(name, module) of every mutant that imports, the correct base first; torch mutants only on request
     (a NumPy implementation cannot have their bugs, and importing torch costs seconds)."""
     found = []
     for path in sorted(MUTANTS_DIR.glob("*.py")):
-        if path.stem == "__init__" or (not with_torch and "import torch" in path.read_text()):
+        if path.stem == "__init__" or (not with_torch and _needs_torch(path.read_text())):
             continue
         try:
             found.append((path.stem, importlib.import_module(f"impls.mutants.{path.stem}")))

@@ -59,9 +59,12 @@ def _environ_has(pid: int, token: str) -> bool:
 
 
 def kill_user(uid: int, gid: int) -> None:
-    """SIGKILL every process of `uid` (root only): a forked helper becomes uid and kills -1."""
+    """SIGKILL every process of `uid` (root only): a forked helper becomes uid and kills -1, until no
+    process of uid is left (some kernels, gVisor's among them, report success when kill(-1) reached none)."""
+    if not processes_of(uid=uid):
+        return
     pid = os.fork()
-    if pid == 0:  # the helper: only system calls from here on
+    if pid == 0:  # the helper: only system calls and /proc reads from here on
         try:
             os.setgroups([])
             os.setgid(gid)
@@ -70,6 +73,8 @@ def kill_user(uid: int, gid: int) -> None:
                 try:
                     os.kill(-1, signal.SIGKILL)
                 except ProcessLookupError:
+                    break
+                if not processes_of(uid=uid):  # itself excluded
                     break
                 time.sleep(0.005)
         finally:

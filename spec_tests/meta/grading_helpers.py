@@ -196,3 +196,40 @@ def sinusoidal_positional_encoding(length, d_model):
     table[:, 1::2] = numpy.cos(where * rates[: d_model // 2])
     return table
 '''
+
+
+# -- every known bug graded once per session, shared by the tests that need it ---------------------
+
+def mutant_claims(name: str) -> list[str]:
+    """The claims a mutant is recorded to fail: CAUGHT_BY, then ALSO_CAUGHT_BY."""
+    from spec_tests.meta.helpers import mutant_attributes
+
+    attrs = mutant_attributes(name)
+    return list(dict.fromkeys((attrs["CAUGHT_BY"], *attrs.get("ALSO_CAUGHT_BY", ()))))
+
+
+def shared_folder(tmp_path_factory) -> Path:
+    """A folder all of this session's processes see: pytest-xdist's workers share their base's parent."""
+    base = tmp_path_factory.getbasetemp()
+    return (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "mutant-grades"
+
+
+def grade_mutant(name: str, shared: Path) -> tuple[int, str, Path]:
+    """Grade one mutant (impls/mutants/NAME.py), on a rubric of the claims it is recorded to fail, a point
+    each, once per session: the first test to ask grades it under a lock, the others read its results.
+    Returns (the grader's exit code, its output, the folder holding results.json and feedback.md)."""
+    import fcntl
+
+    folder = shared / name
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        done = folder / "exit-code"
+        if not done.exists():
+            rubric = folder / "rubric.toml"
+            rubric.write_text("[grading]\ntotal_timeout = 600\n\n"
+                              + "".join(f'[claims."{c}"]\npoints = 1\n' for c in mutant_claims(name)))
+            code, log = grade(str(MUTANTS_DIR / f"{name}.py"), "--out", str(folder / "out"), "--rubric", str(rubric))
+            (folder / "log.txt").write_text(log)
+            done.write_text(str(code))
+    return int(done.read_text()), (folder / "log.txt").read_text(), folder / "out"

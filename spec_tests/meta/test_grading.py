@@ -4,8 +4,8 @@ rubric errors, the Gradescope autograder script; hidden claims that leave no tra
 student sees, required dtypes, points as the rubric states them, uploads as students make them,
 feedback grouped by cause, the copy check, students in the gradebook.
 
-Grading every mutant costs a minute or two on two cores; the default run grades a few of different
-kinds, and CI (MHA_SPEC_ALL_MUTANTS=1, in .ci/run) grades them all.
+Every mutant is graded once per session, on the claims it is recorded to fail, and both this module and
+test_mutants.py read that grade (conftest.py's `mutant_grades`).
 """
 
 import csv
@@ -22,16 +22,13 @@ import zipfile
 import pytest
 
 from spec_tests.grading import similarity, uploads
-from spec_tests.meta.grading_helpers import (EPS_OUTSIDE, FLOAT32_SCORES, INDEPENDENT, grade, results,
-                                             write_submission)
-from spec_tests.meta.helpers import ROOT, run_suite
+from spec_tests.meta.grading_helpers import (EPS_OUTSIDE, FLOAT32_SCORES, INDEPENDENT, grade, mutant_claims,
+                                             results, write_submission)
+from spec_tests.meta.helpers import (ROOT, missing_packages, mutant_attributes, mutant_names, mutant_needs,
+                                     run_suite)
 
 MUTANTS_DIR = ROOT / "impls" / "mutants"
-MUTANTS = sorted(p.stem for p in MUTANTS_DIR.glob("*.py") if not p.stem.startswith("_"))
-# A few bugs of different kinds: a wrong value, a write into an input, nondeterminism, a wrong dtype.
-SAMPLE = ["merge_heads_without_transpose", "modifies_input_in_place", "nondeterministic_noise",
-          "float32_promoted_to_float64", "fully_masked_rows_nan", "layer_norm_lecture_note_code"]
-GRADED = MUTANTS if os.environ.get("MHA_SPEC_ALL_MUTANTS") else [m for m in SAMPLE if m in MUTANTS]
+MUTANTS = mutant_names()
 
 
 def _rubric(tmp_path, *claims, extra: str = "") -> str:
@@ -64,20 +61,24 @@ def test_a_correct_submission_scores_full_marks(tmp_path):
     assert doc["extra_data"]["status"] == "graded" and doc["extra_data"]["graded_file"] == "attention.py"
 
 
-@pytest.mark.parametrize("name", GRADED)
-def test_each_mutant_scores_less_with_its_bug_named(name, tmp_path):
-    module = importlib.import_module(f"impls.mutants.{name}")
-    out = tmp_path / "out"
-    code, log = grade(str(MUTANTS_DIR / f"{name}.py"), "--out", str(out), "--rubric", _rubric(tmp_path, module.CAUGHT_BY))
+@pytest.mark.parametrize("name", MUTANTS)
+def test_each_mutant_scores_less_with_its_bug_named(name, mutant_grades):
+    """Each known bug, graded on the claims it is recorded to fail (once per session, shared with
+    test_mutants.py): every one of them loses points, and the feedback names the bug."""
+    attrs = mutant_attributes(name)
+    if missing_packages(mutant_needs(name)):
+        pytest.skip(f"unavailable: {name} needs {', '.join(missing_packages(mutant_needs(name)))}")
+    code, log, out = mutant_grades(name)
     assert code == 0, log[-3000:]
     doc = results(out)
-    assert doc["score"] < 1, f"{name} ({module.BUG}) should lose points on {module.CAUGHT_BY}"
+    kept = {t["tags"][1]: t["score"] for t in doc["tests"] if t["score"] >= t["max_score"]}
+    assert not kept, f"{name} ({attrs['BUG']}) should lose points on each of {mutant_claims(name)}: full marks on {kept}"
     feedback = (out / "feedback.md").read_text()
-    named = f"this matches a known bug: {module.BUG}" in feedback
+    named = f"this matches a known bug: {attrs['BUG']}" in feedback
     # on an input that several known bugs explain alike, the diagnosis lists the candidates instead of guessing
-    among = "more than one known bug" in feedback and module.BUG in feedback.replace("\n", " ")
+    among = "more than one known bug" in feedback and attrs["BUG"] in feedback.replace("\n", " ")
     assert named or among, f"{name}'s bug is not named:\n{feedback}"
-    assert feedback.count(f"this matches a known bug: {module.BUG}") == int(named), "one cause is reported once"
+    assert feedback.count(f"this matches a known bug: {attrs['BUG']}") == int(named), "one cause is reported once"
 
 
 def test_a_bug_no_mutant_has_gets_only_what_failed(tmp_path):

@@ -1,5 +1,7 @@
-"""The suite against known bugs (impls/mutants/): each mutant is caught, by the claim its docstring names,
-and the correct base they are built on passes every claim.
+"""The suite against known bugs (impls/mutants/): each mutant is caught, by the claim its docstring names
+and by the further claims it records (ALSO_CAUGHT_BY), and the correct base they are built on passes
+every claim. Each mutant is graded once per session (conftest.py's `mutant_grades`, shared with
+test_grading.py, which checks that its feedback names the bug); this module reads that grade.
 
 The mutants are read statically (helpers.mutant_attributes) so that collecting these tests needs no
 torch: a mutant that imports torch is skipped as unavailable where torch is missing, with the reason.
@@ -61,17 +63,25 @@ def test_every_implementation_claim_is_failed_by_a_known_bug():
 
 
 @pytest.mark.parametrize("claim_id", sorted(_by_claim()))
-def test_each_mutant_is_caught_by_its_claim(claim_id, tmp_path):
-    """One run per claim, over every mutant that names it (that can run here): each must fail that claim."""
+def test_each_mutant_is_caught_by_its_claim(claim_id, mutant_grades):
+    """Every mutant that names the claim (and can run here) fails it when graded: each mutant is graded
+    once per session, on the claims it names (grading_helpers.grade_mutant), and this test and
+    test_grading's read the same grade."""
+    from spec_tests.meta.grading_helpers import results
+
     names = [n for n in _by_claim()[claim_id] if not missing_packages(mutant_needs(n))]
     if not names:
         pytest.skip(f"unavailable: the mutants of {claim_id} need {missing_packages(['torch', 'triton'])}")
-    impls = ",".join(str(MUTANTS_DIR / f"{n}.py") for n in names)
-    code, out, report = run_suite("--impl", impls, "--claim", claim_id, report=tmp_path / "r.json")
-    statuses = report["claims"].get(claim_id, {}) if report else {}
-    missed = {n: statuses.get(n) for n in names if statuses.get(n) != "failed"}
+    missed, logs = {}, []
+    for name in names:
+        code, log, out = mutant_grades(name)
+        assert code == 0, f"grading {name} failed:\n{log[-3000:]}"
+        status = {t["tags"][1]: t["extra_data"]["claim_status"] for t in results(out)["tests"]}.get(claim_id)
+        if status not in ("failed", "partly passed"):
+            missed[name] = status
+            logs.append((out / "feedback.md").read_text()[-2000:])
     bugs = {n: mutant_attributes(n)["BUG"] for n in missed}
-    assert not missed, f"mutants not caught by {claim_id}: {missed}\n{bugs}\n" + out[-3000:]
+    assert not missed, f"mutants not caught by {claim_id}: {missed}\n{bugs}\n" + "\n".join(logs)
 
 
 def test_the_correct_base_passes_every_claim(tmp_path):
