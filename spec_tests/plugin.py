@@ -39,7 +39,36 @@ settings.register_profile("dev", max_examples=25, **_COMMON)  # a learner's run:
 settings.register_profile("ci", max_examples=25, derandomize=True, database=None, **_COMMON)
 settings.register_profile("grading", max_examples=10, derandomize=True, database=None, **_COMMON)  # sized: one grade in < 20 s
 settings.register_profile("thorough", max_examples=500, **_COMMON)
+# Random and forgetful: each run a fresh sample (with --hypothesis-seed, a chosen one); docs_gen/kill_rate.py
+settings.register_profile("sample", max_examples=25, database=None, **_COMMON)
 settings.load_profile(os.environ.get("MHA_SPEC_PROFILE") or ("ci" if os.environ.get("CI") else "dev"))
+
+
+# Examples per Hypothesis test, by chapter, in the dev, ci and grading profiles: MARGIN times the count at
+# which every known bug was caught by every claim it records, in every random sample of the kill-rate
+# study (docs_gen/kill_rate.py; its table is in docs/conventions.md), and at least FLOOR. The grading
+# profile draws at most its own count; `thorough` and a test's own @settings keep theirs.
+MARGIN, FLOOR = 3, 6
+EXAMPLES: dict[str, int] = {}
+
+
+def forced_examples() -> int | None:
+    """MHA_SPEC_EXAMPLES=N: every Hypothesis test draws N examples, its own setting and its chapter's aside."""
+    value = os.environ.get("MHA_SPEC_EXAMPLES")
+    if not value:
+        return None
+    if not value.isdigit() or int(value) < 1:
+        raise pytest.UsageError(f"MHA_SPEC_EXAMPLES must be a whole number of examples, at least 1, not {value!r}")
+    return int(value)
+
+
+def _set_examples(item, forced: int | None) -> None:
+    """The example count of one Hypothesis test: MHA_SPEC_EXAMPLES when set, else the test's own."""
+    fn = getattr(item, "obj", None)
+    if forced is None or not getattr(fn, "is_hypothesis_test", False):
+        return
+    own = fn.__dict__.setdefault("_mha_spec_own_settings", fn._hypothesis_internal_use_settings)
+    fn._hypothesis_internal_use_settings = settings(own, max_examples=forced)
 
 _IMPLS = pytest.StashKey[list]()
 _SUBJECTS = pytest.StashKey[list]()
@@ -229,7 +258,9 @@ def pytest_collection_modifyitems(config, items):
         raise pytest.UsageError(f"--claim: unknown claim ID(s) {', '.join(unknown)}; "
                                 "`python -m spec_tests claims` lists every claim")
     keep, drop = [], []
+    forced = forced_examples()
     for item in items:
+        _set_examples(item, forced)
         ids = claims_of(item)
         if (explicit or want_claims or want_chapters) and item.get_closest_marker("meta"):
             drop.append(item)  # checking an implementation: the suite's own tests stay out of the way

@@ -1,0 +1,188 @@
+"""How many Hypothesis examples each chapter needs: the kill rate of the known bugs against the count.
+
+A known bug (impls/mutants/) records the claims it must fail (CAUGHT_BY, ALSO_CAUGHT_BY). For each
+chapter, the bugs with a claim there are run on that chapter's tests at several example counts, each
+count over several random samples (the `sample` profile: random, no example database, one
+--hypothesis-seed per sample):
+
+    MHA_SPEC_PROFILE=sample MHA_SPEC_EXAMPLES=N pytest spec_tests/test_CHAPTER.py \
+        --impl BUG1.py,BUG2.py,... --claim THEIR_CLAIMS --hypothesis-seed S --spec-report r.json
+
+A (bug, claim) pair is caught in a sample when the claim's status for the bug is "failed". The kill
+rate at N is the share of (bug, claim, sample) triples caught; "needs" is the smallest N at which
+every pair was caught in every sample. The chapter's example count in the suite's profiles
+(spec_tests/plugin.py, EXAMPLES) is chosen from it with a margin (MARGIN times "needs", never less
+than FLOOR) and a test checks that the two agree.
+
+    python -m docs_gen.kill_rate                        # counts 1,2,4,8,16,25 x 5 samples, 2 jobs
+    python -m docs_gen.kill_rate --counts 1,4 --samples 2 --chapters sdpa,masks
+    python -m docs_gen.kill_rate --from build/kill_rate/kill_rate.json   # only re-render the table
+
+Writes build/kill_rate/ (one report per run), docs_gen/data/kill_rate.json and the table fragment
+docs_gen/fragments/kill_rate.md that docs/conventions.md includes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+MUTANTS_DIR = ROOT / "impls" / "mutants"
+DATA = ROOT / "docs_gen" / "data" / "kill_rate.json"
+FRAGMENT = ROOT / "docs_gen" / "fragments" / "kill_rate.md"
+COUNTS = (1, 2, 4, 8, 16, 25)
+SAMPLES = 5
+
+
+def _chapters() -> dict[str, str]:
+    """claim ID -> chapter, from the catalogue."""
+    import tomllib
+
+    with open(ROOT / "spec_tests" / "claims.toml", "rb") as f:
+        return {c["id"]: c["chapter"] for c in tomllib.load(f)["claim"]}
+
+
+def plan(chapters: list[str] | None = None) -> dict[str, dict[str, list[str]]]:
+    """chapter -> {bug: [its recorded claims in that chapter]}, for the bugs that can run here."""
+    from spec_tests.meta.grading_helpers import mutant_claims
+    from spec_tests.meta.helpers import missing_packages, mutant_names, mutant_needs
+
+    where = _chapters()
+    out: dict[str, dict[str, list[str]]] = {}
+    for name in mutant_names():
+        if missing_packages(mutant_needs(name)):
+            continue
+        for claim in mutant_claims(name):
+            chapter = where[claim]
+            if chapters and chapter not in chapters:
+                continue
+            out.setdefault(chapter, {}).setdefault(name, []).append(claim)
+    return dict(sorted(out.items()))
+
+
+def _run(chapter: str, bugs: dict[str, list[str]], count: int, seed: int, folder: Path) -> dict:
+    """One run: every bug of the chapter on the chapter's claims they record, N examples, one sample."""
+    report = folder / f"{chapter}-n{count}-s{seed}.json"
+    claims = sorted({c for cs in bugs.values() for c in cs})
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--no-claim-summary",
+           str(ROOT / "spec_tests" / f"test_{chapter}.py"),
+           "--impl", ",".join(str(MUTANTS_DIR / f"{b}.py") for b in bugs), "--claim", ",".join(claims),
+           f"--hypothesis-seed={seed}", "--spec-report", str(report)]
+    env = {k: v for k, v in os.environ.items() if k not in ("CI", "MHA_SPEC_IMPL", "MHA_SPEC_MEASUREMENTS")}
+    env.update(MHA_SPEC_PROFILE="sample", MHA_SPEC_EXAMPLES=str(count), MHA_SPEC_NO_REPRO="1")
+    began = time.monotonic()
+    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800)
+    if not report.exists():
+        raise RuntimeError(f"{chapter} n={count} seed={seed}: no report (exit {proc.returncode})\n"
+                           + (proc.stdout + proc.stderr)[-3000:])
+    statuses = json.loads(report.read_text())["claims"]
+    caught = {b: {c: statuses.get(c, {}).get(b) == "failed" for c in cs} for b, cs in bugs.items()}
+    return {"chapter": chapter, "count": count, "seed": seed, "caught": caught,
+            "seconds": round(time.monotonic() - began, 1)}
+
+
+def measure(counts, samples: int, jobs: int, folder: Path, chapters=None) -> dict:
+    folder.mkdir(parents=True, exist_ok=True)
+    todo = plan(chapters)
+    runs = [(ch, bugs, n, s) for ch, bugs in todo.items() for n in counts for s in range(samples)]
+    began = time.monotonic()
+    with ThreadPoolExecutor(jobs) as pool:
+        done = list(pool.map(lambda r: _run(*r, folder), runs))
+    return {"counts": list(counts), "samples": samples, "plan": todo, "runs": done,
+            "seconds": round(time.monotonic() - began), "date": time.strftime("%Y-%m-%d"),
+            "commit": _commit()}
+
+
+def _commit() -> str:
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
+                              text=True).stdout.strip()
+    except OSError:
+        return ""
+
+
+def summary(data: dict) -> dict[str, dict]:
+    """chapter -> {"rates": {N: kill rate}, "needs": smallest N catching every pair in every sample,
+    "missed": {N: [bug/claim pairs missed in some sample]}, "pairs": number of (bug, claim) pairs}."""
+    out: dict[str, dict] = {}
+    for chapter, bugs in data["plan"].items():
+        pairs = [(b, c) for b, cs in bugs.items() for c in cs]
+        rates, missed = {}, {}
+        for n in data["counts"]:
+            runs = [r for r in data["runs"] if r["chapter"] == chapter and r["count"] == n]
+            hits = [r["caught"][b][c] for r in runs for b, c in pairs]
+            rates[n] = sum(hits) / len(hits) if hits else None
+            missed[n] = sorted({f"{b} ({c})" for r in runs for b, c in pairs if not r["caught"][b][c]})
+        full = [n for n in data["counts"] if not missed[n] and all(not missed[m] for m in data["counts"] if m >= n)]
+        out[chapter] = {"rates": rates, "needs": min(full) if full else None, "missed": missed,
+                        "pairs": len(pairs), "bugs": len(bugs)}
+    return out
+
+
+def render(data: dict) -> str:
+    from spec_tests.plugin import EXAMPLES, FLOOR, MARGIN
+
+    table = summary(data)
+    counts = data["counts"]
+    lines = [
+        "<!-- generated by `python -m docs_gen.kill_rate`; do not edit by hand -->",
+        "",
+        f"Each known bug run on its chapter's tests at each example count, {data['samples']} random samples "
+        f"per count (commit {data['commit']}, {data['date']}, {data['seconds'] // 60} min on two cores). "
+        "A cell is the share of (bug, claim, sample) triples in which the claim failed; **needs** is the "
+        f"smallest count that caught every bug by every claim it records in every sample; the suite draws "
+        f"{MARGIN} times that, and at least {FLOOR}.",
+        "",
+        "| chapter | bugs | " + " | ".join(f"{n} ex." for n in counts) + " | needs | the suite draws |",
+        "|---|---:|" + "---:|" * len(counts) + "---:|---:|",
+    ]
+    for chapter, row in table.items():
+        cells = " | ".join("—" if row["rates"][n] is None else f"{100 * row['rates'][n]:.0f}%" for n in counts)
+        needs = row["needs"] if row["needs"] is not None else f"> {counts[-1]}"
+        lines.append(f"| {chapter} | {row['bugs']} | {cells} | {needs} | {EXAMPLES.get(chapter, '—')} |")
+    slow = {ch: row["missed"] for ch, row in table.items() if any(row["missed"].values())}
+    if slow:
+        lines += ["", "The bugs that needed more than one example somewhere (the count at which each was last "
+                  "missed):", ""]
+        for chapter, missed in slow.items():
+            last: dict[str, int] = {}
+            for n in counts:
+                for pair in missed[n]:
+                    last[pair] = n
+            lines.append(f"- {chapter}: " + ", ".join(f"{p} at {n}" for p, n in sorted(last.items())))
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m docs_gen.kill_rate", description=__doc__.split("\n\n")[0])
+    p.add_argument("--counts", default=",".join(map(str, COUNTS)))
+    p.add_argument("--samples", type=int, default=SAMPLES)
+    p.add_argument("--jobs", type=int, default=2)
+    p.add_argument("--chapters", default="", help="a comma list (default: every chapter with a known bug)")
+    p.add_argument("--out", type=Path, default=ROOT / "build" / "kill_rate")
+    p.add_argument("--from", dest="source", type=Path, default=None, help="re-render from a saved kill_rate.json")
+    p.add_argument("--no-write", action="store_true", help="measure into --out only; leave docs_gen/ alone")
+    args = p.parse_args(argv)
+    if args.source:
+        data = json.loads(args.source.read_text())
+    else:
+        counts = tuple(int(n) for n in args.counts.split(","))
+        data = measure(counts, args.samples, args.jobs, args.out, [c for c in args.chapters.split(",") if c] or None)
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / "kill_rate.json").write_text(json.dumps(data, indent=1))
+    print(render(data))
+    if not args.no_write:
+        DATA.write_text(json.dumps(data, indent=1) + "\n")
+        FRAGMENT.write_text(render(data))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
