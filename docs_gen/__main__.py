@@ -13,7 +13,7 @@ from pathlib import Path
 
 import docs_gen
 from docs_gen import (ARTIFACTS, DOCS, FRAGMENTS, ROOT, benchmarks, bug_feedback, claims_pages, conformance,
-                      examples, figures, mask_explorer, measurements)
+                      examples, figures, kill_rate, mask_explorer, measurements)
 from docs_gen.spec_source import load_catalogue
 
 SPEC_REPORT = ARTIFACTS / "spec-report.json"
@@ -138,6 +138,7 @@ def check() -> int:
     for path, content in mask_explorer.outputs().items():
         docs_gen.write_output(path, content)
     examples.write_all()  # each chapter's worked example, re-run (figures: spec_tests/meta/test_figures.py)
+    kill_rate.write_fragment()
     stale, docs_gen.STALE = docs_gen.STALE, None
     problems = [f"  {_shown(p)}" for p in stale]
     if problems:
@@ -207,6 +208,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"docs_gen: {len(drawn)} figures in {_shown(figures.FIGURE_DIR)}", flush=True)
     ran = examples.write_all()  # each chapter's worked example, run and its output kept
     print(f"docs_gen: {len(ran)} worked examples run into docs_gen/fragments/*.example.md", flush=True)
+    if kill_rate.write_fragment():
+        print(f"docs_gen: {_shown(kill_rate.FRAGMENT)} from {_shown(kill_rate.DATA)}", flush=True)
 
     chapters, catalogue = load_catalogue()
     if spec_report.exists():

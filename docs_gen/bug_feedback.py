@@ -88,11 +88,15 @@ def run(names: list[str] | None = None) -> list[Path]:
     unknown = set(names or []) - {m.name for m in mutants}
     if unknown:
         raise SystemExit(f"docs_gen: no known bug named {', '.join(sorted(unknown))} in impls/mutants/")
-    written = []
-    for i, m in enumerate(mutants, 1):
+    from concurrent.futures import ThreadPoolExecutor
+
+    def one(numbered):
+        i, m = numbered
         print(f"docs_gen: [{i}/{len(mutants)}] {m.name} ({m.caught_by})", flush=True)
-        written.append(run_one(m))
-    return written
+        return run_one(m)
+
+    with ThreadPoolExecutor(max(1, min(4, os.cpu_count() or 1))) as pool:  # one pytest run per bug, side by side
+        return list(pool.map(one, enumerate(mutants, 1)))
 
 
 def reclean() -> None:

@@ -67,16 +67,19 @@ def plan(chapters: list[str] | None = None) -> dict[str, dict[str, list[str]]]:
     return dict(sorted(out.items()))
 
 
-def _run(chapter: str, bugs: dict[str, list[str]], count: int, seed: int, folder: Path) -> dict:
-    """One run: every bug of the chapter on the chapter's claims they record, N examples, one sample."""
-    report = folder / f"{chapter}-n{count}-s{seed}.json"
+def _run(chapter: str, bugs: dict[str, list[str]], count: int | None, seed: int | None, folder: Path,
+         profile: str = "sample") -> dict:
+    """One run: every bug of the chapter on the chapter's claims they record, N examples (None: the
+    profile's own counts), one sample (seed None: the profile's own, derandomised for ci and grading)."""
+    report = folder / f"{chapter}-{profile}-n{count}-s{seed}.json"
     claims = sorted({c for cs in bugs.values() for c in cs})
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--no-claim-summary",
            str(ROOT / "spec_tests" / f"test_{chapter}.py"),
            "--impl", ",".join(str(MUTANTS_DIR / f"{b}.py") for b in bugs), "--claim", ",".join(claims),
-           f"--hypothesis-seed={seed}", "--spec-report", str(report)]
-    env = {k: v for k, v in os.environ.items() if k not in ("CI", "MHA_SPEC_IMPL", "MHA_SPEC_MEASUREMENTS")}
-    env.update(MHA_SPEC_PROFILE="sample", MHA_SPEC_EXAMPLES=str(count), MHA_SPEC_NO_REPRO="1")
+           *([f"--hypothesis-seed={seed}"] if seed is not None else []), "--spec-report", str(report)]
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("CI", "MHA_SPEC_IMPL", "MHA_SPEC_MEASUREMENTS", "MHA_SPEC_EXAMPLES")}
+    env.update(MHA_SPEC_PROFILE=profile, MHA_SPEC_NO_REPRO="1", **({"MHA_SPEC_EXAMPLES": str(count)} if count else {}))
     began = time.monotonic()
     proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800)
     if not report.exists():
@@ -98,6 +101,17 @@ def measure(counts, samples: int, jobs: int, folder: Path, chapters=None) -> dic
     return {"counts": list(counts), "samples": samples, "plan": todo, "runs": done,
             "seconds": round(time.monotonic() - began), "date": time.strftime("%Y-%m-%d"),
             "commit": _commit()}
+
+
+def verify(profiles, folder: Path, jobs: int) -> dict[str, dict[str, list[str]]]:
+    """Each chapter's known bugs under each profile at the suite's own counts (EXAMPLES): profile ->
+    chapter -> the (bug, claim) pairs not caught. The check behind the table's last column."""
+    folder.mkdir(parents=True, exist_ok=True)
+    runs = [(ch, bugs, None, None, folder, p) for p in profiles for ch, bugs in plan().items()]
+    with ThreadPoolExecutor(jobs) as pool:
+        done = list(pool.map(lambda r: (r[5], _run(*r)), runs))
+    return {p: {r["chapter"]: sorted(f"{b} ({c})" for b, cs in r["caught"].items() for c, hit in cs.items() if not hit)
+                for q, r in done if q == p} for p in profiles}
 
 
 def _commit() -> str:
@@ -124,6 +138,14 @@ def summary(data: dict) -> dict[str, dict]:
         out[chapter] = {"rates": rates, "needs": min(full) if full else None, "missed": missed,
                         "pairs": len(pairs), "bugs": len(bugs)}
     return out
+
+
+def chosen(needs: int | None) -> int:
+    """The example count a chapter draws, from the count its known bugs need: MARGIN times it, at least
+    FLOOR; a chapter where some bug escaped even the largest count measured draws MARGIN times that."""
+    from spec_tests.plugin import FLOOR, MARGIN
+
+    return MARGIN * COUNTS[-1] if needs is None else max(FLOOR, MARGIN * needs)
 
 
 def render(data: dict) -> str:
@@ -160,6 +182,16 @@ def render(data: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def write_fragment() -> Path | None:
+    """The table fragment from the committed measurement (docs_gen/data/kill_rate.json), through
+    docs_gen.write_output: `python -m docs_gen --check` finds it stale when EXAMPLES or the data change."""
+    import docs_gen
+
+    if not DATA.exists():
+        return None
+    return docs_gen.write_output(FRAGMENT, render(json.loads(DATA.read_text())))
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m docs_gen.kill_rate", description=__doc__.split("\n\n")[0])
     p.add_argument("--counts", default=",".join(map(str, COUNTS)))
@@ -169,7 +201,16 @@ def main(argv=None) -> int:
     p.add_argument("--out", type=Path, default=ROOT / "build" / "kill_rate")
     p.add_argument("--from", dest="source", type=Path, default=None, help="re-render from a saved kill_rate.json")
     p.add_argument("--no-write", action="store_true", help="measure into --out only; leave docs_gen/ alone")
+    p.add_argument("--verify", default="", metavar="PROFILES",
+                   help="instead: run every chapter's known bugs once per profile (e.g. ci,grading) at the "
+                        "suite's own counts, and list what was not caught (exit 1 if anything)")
     args = p.parse_args(argv)
+    if args.verify:
+        missed = verify(args.verify.split(","), args.out / "verify", args.jobs)
+        for profile, chapters in missed.items():
+            for chapter, pairs in chapters.items():
+                print(f"{profile:8} {chapter:16} " + ("every bug caught" if not pairs else "NOT CAUGHT: " + ", ".join(pairs)))
+        return 1 if any(pairs for chapters in missed.values() for pairs in chapters.values()) else 0
     if args.source:
         data = json.loads(args.source.read_text())
     else:

@@ -37,19 +37,25 @@ _COMMON = dict(
 )
 settings.register_profile("dev", max_examples=25, **_COMMON)  # a learner's run: random, remembers failures
 settings.register_profile("ci", max_examples=25, derandomize=True, database=None, **_COMMON)
-settings.register_profile("grading", max_examples=10, derandomize=True, database=None, **_COMMON)  # sized: one grade in < 20 s
+settings.register_profile("grading", max_examples=10, derandomize=True, database=None, **_COMMON)  # chapters without known bugs
 settings.register_profile("thorough", max_examples=500, **_COMMON)
 # Random and forgetful: each run a fresh sample (with --hypothesis-seed, a chosen one); docs_gen/kill_rate.py
 settings.register_profile("sample", max_examples=25, database=None, **_COMMON)
-settings.load_profile(os.environ.get("MHA_SPEC_PROFILE") or ("ci" if os.environ.get("CI") else "dev"))
+PROFILE = os.environ.get("MHA_SPEC_PROFILE") or ("ci" if os.environ.get("CI") else "dev")
+settings.load_profile(PROFILE)
 
 
 # Examples per Hypothesis test, by chapter, in the dev, ci and grading profiles: MARGIN times the count at
 # which every known bug was caught by every claim it records, in every random sample of the kill-rate
-# study (docs_gen/kill_rate.py; its table is in docs/conventions.md), and at least FLOOR. The grading
-# profile draws at most its own count; `thorough` and a test's own @settings keep theirs.
-MARGIN, FLOOR = 3, 6
-EXAMPLES: dict[str, int] = {}
+# study, and at least FLOOR (docs_gen/kill_rate.py; the table is in docs/conventions.md, "How many
+# examples", and spec_tests/meta/test_example_counts.py checks that this is what the study chose). A
+# chapter without known bugs draws the profile's own count; `thorough` and a test's own
+# @settings(max_examples=...) keep theirs.
+MARGIN, FLOOR = 3, 10
+EXAMPLES: dict[str, int] = {
+    "errors": 10, "gradients": 10, "layer_norm": 12, "masks": 48, "multi_head": 12, "positional": 10,
+    "precision": 12, "sdpa": 12, "variable_length": 24,
+}
 
 
 def forced_examples() -> int | None:
@@ -62,12 +68,26 @@ def forced_examples() -> int | None:
     return int(value)
 
 
+def examples_for(chapter: str, profile: str | None = None) -> int | None:
+    """A chapter's example count in a profile (None: the profile's own count). The profile is the one
+    loaded now (`--hypothesis-profile=thorough` loads its own after this module's)."""
+    profile = profile or getattr(settings, "_current_profile", None) or PROFILE
+    return EXAMPLES.get(chapter) if profile in ("dev", "ci", "grading") else None
+
+
 def _set_examples(item, forced: int | None) -> None:
-    """The example count of one Hypothesis test: MHA_SPEC_EXAMPLES when set, else the test's own."""
+    """The example count of one Hypothesis test: MHA_SPEC_EXAMPLES when set; else its chapter's count
+    (EXAMPLES), unless the test chose its own with @settings(max_examples=...)."""
     fn = getattr(item, "obj", None)
-    if forced is None or not getattr(fn, "is_hypothesis_test", False):
+    if not getattr(fn, "is_hypothesis_test", False):
         return
     own = fn.__dict__.setdefault("_mha_spec_own_settings", fn._hypothesis_internal_use_settings)
+    if forced is None:
+        if own.max_examples != settings.default.max_examples:
+            return
+        forced = examples_for(Path(str(item.path)).stem.removeprefix("test_"))
+        if forced is None:
+            return
     fn._hypothesis_internal_use_settings = settings(own, max_examples=forced)
 
 _IMPLS = pytest.StashKey[list]()

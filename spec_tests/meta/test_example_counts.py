@@ -1,0 +1,36 @@
+"""Example counts: each chapter draws what the kill-rate study chose (docs_gen/kill_rate.py, its data in
+docs_gen/data/kill_rate.json), a run draws it, and MHA_SPEC_EXAMPLES overrides it."""
+
+import json
+import re
+
+import pytest
+
+from docs_gen import kill_rate
+from spec_tests import plugin
+from spec_tests.meta.helpers import run_suite
+
+pytestmark = pytest.mark.meta
+
+
+def test_each_chapter_draws_what_the_kill_rate_study_chose():
+    table = kill_rate.summary(json.loads(kill_rate.DATA.read_text()))
+    chosen = {chapter: kill_rate.chosen(row["needs"]) for chapter, row in table.items()}
+    assert plugin.EXAMPLES == chosen, "spec_tests/plugin.py's EXAMPLES should be what the study chose"
+
+
+def test_every_chapter_with_a_known_bug_was_measured():
+    measured = set(json.loads(kill_rate.DATA.read_text())["plan"])
+    assert set(kill_rate.plan()) <= measured, "a chapter gained known bugs: rerun `python -m docs_gen.kill_rate`"
+
+
+@pytest.mark.parametrize("env, expected", [
+    ({}, plugin.EXAMPLES.get("sdpa", 25)),
+    ({"MHA_SPEC_EXAMPLES": "3"}, 3),
+    ({"MHA_SPEC_PROFILE": "grading"}, plugin.EXAMPLES.get("sdpa", 10)),
+], ids=["ci", "forced", "grading"])
+def test_a_run_draws_the_chapters_count(env, expected):
+    code, out, _ = run_suite("--impl", "numpy_fast", "--claim", "SDPA-1", "--hypothesis-show-statistics", env=env)
+    assert code == 0, out[-2000:]
+    counts = set(re.findall(r"Stopped because settings.max_examples=(\d+)", out))
+    assert counts == {str(expected)}, out[-3000:]
