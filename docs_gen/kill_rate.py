@@ -9,10 +9,10 @@ count over several random samples (the `sample` profile: random, no example data
         --impl BUG1.py,BUG2.py,... --claim THEIR_CLAIMS --hypothesis-seed S --spec-report r.json
 
 A (bug, claim) pair is caught in a sample when the claim's status for the bug is "failed". The kill
-rate at N is the share of (bug, claim, sample) triples caught; "needs" is the smallest N at which
-every pair was caught in every sample. The chapter's example count in the suite's profiles
-(spec_tests/plugin.py, EXAMPLES) is chosen from it with a margin (MARGIN times "needs", never less
-than FLOOR) and a test checks that the two agree.
+rate at N is the share of (bug, claim, sample) triples caught; a claim "needs" the smallest N at
+which every bug recorded to fail it did so in every sample. The claim's example count in the suite's
+profiles (spec_tests/plugin.py, EXAMPLES) is chosen from it with a margin (MARGIN times "needs",
+never less than FLOOR) and a test checks that the two agree.
 
     python -m docs_gen.kill_rate                        # counts 1,2,4,8,16,25 x 5 samples, 2 jobs
     python -m docs_gen.kill_rate --counts 1,4 --samples 2 --chapters sdpa,masks
@@ -122,27 +122,47 @@ def _commit() -> str:
         return ""
 
 
+def _needs(runs: list[dict], pairs, counts) -> tuple[int | None, dict[int, list[str]]]:
+    """The smallest count from which every pair was caught in every sample (None: not even at the
+    largest), and the pairs missed at each count."""
+    missed = {n: sorted({f"{b} ({c})" for r in runs if r["count"] == n for b, c in pairs if not r["caught"][b][c]})
+              for n in counts}
+    full = [n for n in counts if all(not missed[m] for m in counts if m >= n)]
+    return (min(full) if full else None), missed
+
+
 def summary(data: dict) -> dict[str, dict]:
     """chapter -> {"rates": {N: kill rate}, "needs": smallest N catching every pair in every sample,
-    "missed": {N: [bug/claim pairs missed in some sample]}, "pairs": number of (bug, claim) pairs}."""
+    "missed": {N: [bug/claim pairs missed in some sample]}, "pairs", "bugs", "claims": {claim: needs}}."""
     out: dict[str, dict] = {}
     for chapter, bugs in data["plan"].items():
         pairs = [(b, c) for b, cs in bugs.items() for c in cs]
-        rates, missed = {}, {}
+        runs = [r for r in data["runs"] if r["chapter"] == chapter]
+        rates = {}
         for n in data["counts"]:
-            runs = [r for r in data["runs"] if r["chapter"] == chapter and r["count"] == n]
-            hits = [r["caught"][b][c] for r in runs for b, c in pairs]
+            hits = [r["caught"][b][c] for r in runs if r["count"] == n for b, c in pairs]
             rates[n] = sum(hits) / len(hits) if hits else None
-            missed[n] = sorted({f"{b} ({c})" for r in runs for b, c in pairs if not r["caught"][b][c]})
-        full = [n for n in data["counts"] if not missed[n] and all(not missed[m] for m in data["counts"] if m >= n)]
-        out[chapter] = {"rates": rates, "needs": min(full) if full else None, "missed": missed,
-                        "pairs": len(pairs), "bugs": len(bugs)}
+        needs, missed = _needs(runs, pairs, data["counts"])
+        claims = {c: _needs(runs, [(b, x) for b, x in pairs if x == c], data["counts"])[0]
+                  for c in sorted({c for _, c in pairs}, key=_claim_order)}
+        out[chapter] = {"rates": rates, "needs": needs, "missed": missed, "pairs": len(pairs), "bugs": len(bugs),
+                        "claims": claims}
     return out
 
 
+def _claim_order(claim: str):
+    prefix, _, number = claim.rpartition("-")
+    return prefix, int(number)
+
+
+def claim_needs(data: dict) -> dict[str, int | None]:
+    """claim -> the count its known bugs need, for every claim with a known bug measured."""
+    return {c: n for row in summary(data).values() for c, n in row["claims"].items()}
+
+
 def chosen(needs: int | None) -> int:
-    """The example count a chapter draws, from the count its known bugs need: MARGIN times it, at least
-    FLOOR; a chapter where some bug escaped even the largest count measured draws MARGIN times that."""
+    """The example count a claim's tests draw, from the count its known bugs need: MARGIN times it, at
+    least FLOOR; a claim whose bugs escaped even the largest count measured draws MARGIN times that."""
     from spec_tests.plugin import FLOOR, MARGIN
 
     return MARGIN * COUNTS[-1] if needs is None else max(FLOOR, MARGIN * needs)
@@ -158,21 +178,24 @@ def render(data: dict) -> str:
         "",
         f"Each known bug run on its chapter's tests at each example count, {data['samples']} random samples "
         f"per count (commit {data['commit']}, {data['date']}, {data['seconds'] // 60} min on two cores). "
-        "A cell is the share of (bug, claim, sample) triples in which the claim failed; **needs** is the "
-        f"smallest count that caught every bug by every claim it records in every sample; the suite draws "
-        f"{MARGIN} times that, and at least {FLOOR}.",
+        "A cell is the share of (bug, claim, sample) triples in which the claim failed. A claim **needs** "
+        "the smallest count at which every bug recorded to fail it did so in every sample; its tests draw "
+        f"{MARGIN} times that, and at least {FLOOR} (a test of several claims, the largest of their counts).",
         "",
-        "| chapter | bugs | " + " | ".join(f"{n} ex." for n in counts) + " | needs | the suite draws |",
-        "|---|---:|" + "---:|" * len(counts) + "---:|---:|",
+        "| chapter | bugs | " + " | ".join(f"{n} ex." for n in counts) + " | needs | its claims draw |",
+        "|---|---:|" + "---:|" * len(counts) + "---:|---|",
     ]
     for chapter, row in table.items():
         cells = " | ".join("—" if row["rates"][n] is None else f"{100 * row['rates'][n]:.0f}%" for n in counts)
         needs = row["needs"] if row["needs"] is not None else f"> {counts[-1]}"
-        lines.append(f"| {chapter} | {row['bugs']} | {cells} | {needs} | {EXAMPLES.get(chapter, '—')} |")
+        draws = sorted({EXAMPLES.get(c) for c in row["claims"]} - {None})
+        special = [f"{c} {EXAMPLES[c]}" for c in row["claims"] if EXAMPLES.get(c, FLOOR) != draws[0]]
+        shown = f"{draws[0]}" + (f" ({', '.join(special)})" if special else "") if draws else "—"
+        lines.append(f"| {chapter} | {row['bugs']} | {cells} | {needs} | {shown} |")
     slow = {ch: row["missed"] for ch, row in table.items() if any(row["missed"].values())}
     if slow:
-        lines += ["", "The bugs that needed more than one example somewhere (the count at which each was last "
-                  "missed):", ""]
+        lines += ["", "The bugs that needed more than one example somewhere (the largest count at which each was "
+                  "missed in some sample):", ""]
         for chapter, missed in slow.items():
             last: dict[str, int] = {}
             for n in counts:

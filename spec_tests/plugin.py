@@ -45,16 +45,22 @@ PROFILE = os.environ.get("MHA_SPEC_PROFILE") or ("ci" if os.environ.get("CI") el
 settings.load_profile(PROFILE)
 
 
-# Examples per Hypothesis test, by chapter, in the dev, ci and grading profiles: MARGIN times the count at
-# which every known bug was caught by every claim it records, in every random sample of the kill-rate
+# Examples per Hypothesis test, by claim, in the dev, ci and grading profiles: MARGIN times the count at
+# which every known bug recorded to fail the claim failed it, in every random sample of the kill-rate
 # study, and at least FLOOR (docs_gen/kill_rate.py; the table is in docs/conventions.md, "How many
 # examples", and spec_tests/meta/test_example_counts.py checks that this is what the study chose). A
-# chapter without known bugs draws the profile's own count; `thorough` and a test's own
-# @settings(max_examples=...) keep theirs.
+# test of several claims draws the largest of their counts; a test of claims no known bug fails draws
+# the profile's own count; `thorough` and a test's own @settings(max_examples=...) keep theirs.
 MARGIN, FLOOR = 3, 10
 EXAMPLES: dict[str, int] = {
-    "errors": 10, "gradients": 10, "layer_norm": 12, "masks": 48, "multi_head": 12, "positional": 10,
-    "precision": 12, "sdpa": 12, "variable_length": 24,
+    "ERR-1": 10, "ERR-2": 10, "GRAD-2": 10, "GRAD-3": 10,
+    "LN-1": 10, "LN-2": 10, "LN-3": 10, "LN-4": 10, "LN-5": 12, "LN-6": 10, "LN-7": 10,
+    "MASK-1": 10, "MASK-2": 10, "MASK-3": 10, "MASK-4": 10, "MASK-5": 10, "MASK-6": 48, "MASK-7": 10,
+    "MHA-1": 10, "MHA-2": 10, "MHA-3": 12, "MHA-4": 10, "MHA-5": 10, "MHA-6": 12, "MHA-9": 10,
+    "PE-1": 10, "PE-2": 10, "PE-3": 10, "PE-4": 10, "PE-5": 10,
+    "PREC-1": 12, "PREC-2": 10, "PREC-3": 10,
+    "SDPA-1": 10, "SDPA-2": 10, "SDPA-3": 12, "SDPA-4": 12, "SDPA-5": 10, "SDPA-8": 10,
+    "VAR-1": 10, "VAR-3": 24,
 }
 
 
@@ -68,27 +74,31 @@ def forced_examples() -> int | None:
     return int(value)
 
 
-def examples_for(chapter: str, profile: str | None = None) -> int | None:
-    """A chapter's example count in a profile (None: the profile's own count). The profile is the one
-    loaded now (`--hypothesis-profile=thorough` loads its own after this module's)."""
+def examples_for(claims, profile: str | None = None) -> int | None:
+    """The example count of a test of these claims in a profile (None: the profile's own count). The
+    profile is the one loaded now (`--hypothesis-profile=thorough` loads its own after this module's)."""
     profile = profile or getattr(settings, "_current_profile", None) or PROFILE
-    return EXAMPLES.get(chapter) if profile in ("dev", "ci", "grading") else None
+    counts = [EXAMPLES[c] for c in claims if c in EXAMPLES]
+    return max(counts) if counts and profile in ("dev", "ci", "grading") else None
 
 
-def _set_examples(item, forced: int | None) -> None:
-    """The example count of one Hypothesis test: MHA_SPEC_EXAMPLES when set; else its chapter's count
+def _set_examples(items, forced: int | None) -> None:
+    """The example count of each Hypothesis test: MHA_SPEC_EXAMPLES when set; else its claims' count
     (EXAMPLES), unless the test chose its own with @settings(max_examples=...)."""
-    fn = getattr(item, "obj", None)
-    if not getattr(fn, "is_hypothesis_test", False):
-        return
-    own = fn.__dict__.setdefault("_mha_spec_own_settings", fn._hypothesis_internal_use_settings)
-    if forced is None:
-        if own.max_examples != settings.default.max_examples:
-            return
-        forced = examples_for(Path(str(item.path)).stem.removeprefix("test_"))
-        if forced is None:
-            return
-    fn._hypothesis_internal_use_settings = settings(own, max_examples=forced)
+    wanted: dict = {}
+    for item in items:  # one count per test function: the largest its items' claims ask for
+        fn = getattr(item, "obj", None)
+        if not getattr(fn, "is_hypothesis_test", False):
+            continue
+        own = fn.__dict__.setdefault("_mha_spec_own_settings", fn._hypothesis_internal_use_settings)
+        count = forced
+        if count is None and own.max_examples == settings.default.max_examples:
+            count = examples_for(claims_of(item))
+        if count is not None:
+            wanted[fn] = max(count, wanted.get(fn, 0))
+    for fn, count in wanted.items():
+        fn._hypothesis_internal_use_settings = settings(fn._mha_spec_own_settings, max_examples=count)
+
 
 _IMPLS = pytest.StashKey[list]()
 _SUBJECTS = pytest.StashKey[list]()
@@ -278,9 +288,8 @@ def pytest_collection_modifyitems(config, items):
         raise pytest.UsageError(f"--claim: unknown claim ID(s) {', '.join(unknown)}; "
                                 "`python -m spec_tests claims` lists every claim")
     keep, drop = [], []
-    forced = forced_examples()
+    _set_examples(items, forced_examples())
     for item in items:
-        _set_examples(item, forced)
         ids = claims_of(item)
         if (explicit or want_claims or want_chapters) and item.get_closest_marker("meta"):
             drop.append(item)  # checking an implementation: the suite's own tests stay out of the way

@@ -1,4 +1,4 @@
-"""Example counts: each chapter draws what the kill-rate study chose (docs_gen/kill_rate.py, its data in
+"""Example counts: each claim's tests draw what the kill-rate study chose (docs_gen/kill_rate.py, its data in
 docs_gen/data/kill_rate.json), a run draws it, and MHA_SPEC_EXAMPLES overrides it."""
 
 import json
@@ -13,9 +13,9 @@ from spec_tests.meta.helpers import run_suite
 pytestmark = pytest.mark.meta
 
 
-def test_each_chapter_draws_what_the_kill_rate_study_chose():
-    table = kill_rate.summary(json.loads(kill_rate.DATA.read_text()))
-    chosen = {chapter: kill_rate.chosen(row["needs"]) for chapter, row in table.items()}
+def test_each_claim_draws_what_the_kill_rate_study_chose():
+    needs = kill_rate.claim_needs(json.loads(kill_rate.DATA.read_text()))
+    chosen = {claim: kill_rate.chosen(n) for claim, n in needs.items()}
     assert plugin.EXAMPLES == chosen, "spec_tests/plugin.py's EXAMPLES should be what the study chose"
 
 
@@ -25,9 +25,9 @@ def test_every_chapter_with_a_known_bug_was_measured():
 
 
 @pytest.mark.parametrize("env, expected", [
-    ({}, plugin.EXAMPLES.get("sdpa", 25)),
+    ({}, plugin.EXAMPLES.get("SDPA-1", 25)),
     ({"MHA_SPEC_EXAMPLES": "3"}, 3),
-    ({"MHA_SPEC_PROFILE": "grading"}, plugin.EXAMPLES.get("sdpa", 10)),
+    ({"MHA_SPEC_PROFILE": "grading"}, plugin.EXAMPLES.get("SDPA-1", 10)),
 ], ids=["ci", "forced", "grading"])
 def test_a_run_draws_the_chapters_count(env, expected):
     code, out, _ = run_suite("--impl", "numpy_fast", "--claim", "SDPA-1", "--hypothesis-show-statistics", env=env)
