@@ -410,16 +410,20 @@ def _classify(rep, call) -> tuple[str, str]:
 
 
 def shorten(text: str, limit: int = 4000, head: int = 1500, tail: int = 2500) -> str:
-    """A long failure message cut to its start and its end (the end says why), at line boundaries; a
-    "likely cause" line from the part left out is kept whole."""
+    """A long failure message cut to its start and its end (the end says why), at line boundaries; the
+    summary lines the grader reads ("largest error ...", "likely cause: ...") are kept from the part left
+    out, whole."""
     if len(text) <= limit:
         return text
     start = text[:head].rsplit("\n", 1)[0]
     end_at = len(text) - tail
     end_at = text.find("\n", end_at) + 1 or end_at
     middle = text[len(start):end_at]
-    kept = [line.strip() for line in middle.splitlines() if line.strip().startswith("likely cause:")]
-    return "\n".join([start, "...", *kept[:1], text[end_at:]])
+    kept = [line.strip() for line in middle.splitlines() if line.strip().startswith(SUMMARY_LINES)]
+    return "\n".join([start, "...", *kept[:2], text[end_at:]])
+
+
+SUMMARY_LINES = ("largest error", "likely cause:")  # what the grader groups failures by (grading/feedback.py)
 
 
 def _leaves(exc: BaseException) -> list[BaseException]:

@@ -70,15 +70,18 @@ def test_an_exception_on_valid_input_is_a_claim_failure_with_feedback(tmp_path):
 
 
 def test_a_long_message_is_cut_at_lines_and_keeps_its_likely_cause():
-    """A message over the report's limit keeps its start and its end, whole lines, and the likely-cause
-    line from the part left out (the grader groups failures by it: a cut line made one bug three causes)."""
+    """A message over the report's limit keeps its start and its end, whole lines, and the largest-error
+    and likely-cause lines from the part left out (the grader groups failures by them: a cut line made
+    one bug three causes)."""
     from spec_tests.plugin import shorten
 
     lines = [f"seen row {i}: " + "0.123456 " * 8 for i in range(120)]
     lines[40] = "likely cause: this matches a known bug: forgetting the 1/sqrt(d_k) scaling"
+    lines[39] = "largest error 0.476 (relative 0.278) at index (0, 1) (expected -1.71088, seen -2.18694)"
     cut = shorten("\n".join(lines))
     assert len(cut) < 4200 and "\n...\n" in cut
     kept = cut.splitlines()
     assert "likely cause: this matches a known bug: forgetting the 1/sqrt(d_k) scaling" in kept
+    assert lines[39] in kept
     assert all(line in lines or line == "..." for line in kept), "only whole lines are kept"
     assert kept[0] == lines[0] and kept[-1] == lines[-1]
