@@ -67,8 +67,8 @@ def plan(chapters: list[str] | None = None) -> dict[str, dict[str, list[str]]]:
     return dict(sorted(out.items()))
 
 
-def _run(chapter: str, bugs: dict[str, list[str]], count: int | None, seed: int | None, folder: Path,
-         profile: str = "sample") -> dict:
+def run_chapter(chapter: str, bugs: dict[str, list[str]], count: int | None, seed: int | None, folder: Path,
+                profile: str = "sample") -> dict:
     """One run: every bug of the chapter on the chapter's claims they record, N examples (None: the
     profile's own counts), one sample (seed None: the profile's own, derandomised for ci and grading)."""
     report = folder / f"{chapter}-{profile}-n{count}-s{seed}.json"
@@ -97,7 +97,7 @@ def measure(counts, samples: int, jobs: int, folder: Path, chapters=None) -> dic
     runs = [(ch, bugs, n, s) for ch, bugs in todo.items() for n in counts for s in range(samples)]
     began = time.monotonic()
     with ThreadPoolExecutor(jobs) as pool:
-        done = list(pool.map(lambda r: _run(*r, folder), runs))
+        done = list(pool.map(lambda r: run_chapter(*r, folder), runs))
     return {"counts": list(counts), "samples": samples, "plan": todo, "runs": done,
             "seconds": round(time.monotonic() - began), "date": time.strftime("%Y-%m-%d"),
             "commit": _commit()}
@@ -109,7 +109,7 @@ def verify(profiles, folder: Path, jobs: int) -> dict[str, dict[str, list[str]]]
     folder.mkdir(parents=True, exist_ok=True)
     runs = [(ch, bugs, None, None, folder, p) for p in profiles for ch, bugs in plan().items()]
     with ThreadPoolExecutor(jobs) as pool:
-        done = list(pool.map(lambda r: (r[5], _run(*r)), runs))
+        done = list(pool.map(lambda r: (r[5], run_chapter(*r)), runs))
     return {p: {r["chapter"]: sorted(f"{b} ({c})" for b, cs in r["caught"].items() for c, hit in cs.items() if not hit)
                 for q, r in done if q == p} for p in profiles}
 
@@ -215,6 +215,14 @@ def write_fragment() -> Path | None:
     return docs_gen.write_output(FRAGMENT, render(json.loads(DATA.read_text())))
 
 
+def dump(data: dict) -> str:
+    """The measurement as JSON, one run per line (a diff of a rerun shows what changed)."""
+    head = {k: v for k, v in data.items() if k != "runs"}
+    body = json.dumps(head, indent=1)[:-2]
+    runs = ",\n  ".join(json.dumps(r, separators=(",", ":")) for r in data["runs"])
+    return f'{body},\n "runs": [\n  {runs}\n ]\n}}\n'
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m docs_gen.kill_rate", description=__doc__.split("\n\n")[0])
     p.add_argument("--counts", default=",".join(map(str, COUNTS)))
@@ -240,10 +248,10 @@ def main(argv=None) -> int:
         counts = tuple(int(n) for n in args.counts.split(","))
         data = measure(counts, args.samples, args.jobs, args.out, [c for c in args.chapters.split(",") if c] or None)
         args.out.mkdir(parents=True, exist_ok=True)
-        (args.out / "kill_rate.json").write_text(json.dumps(data, indent=1))
+        (args.out / "kill_rate.json").write_text(dump(data))
     print(render(data))
     if not args.no_write:
-        DATA.write_text(json.dumps(data, indent=1) + "\n")
+        DATA.write_text(dump(data))
         FRAGMENT.write_text(render(data))
     return 0
 

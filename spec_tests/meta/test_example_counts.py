@@ -34,3 +34,13 @@ def test_a_run_draws_the_chapters_count(env, expected):
     assert code == 0, out[-2000:]
     counts = set(re.findall(r"Stopped because settings.max_examples=(\d+)", out))
     assert counts == {str(expected)}, out[-3000:]
+
+
+@pytest.mark.parametrize("chapter", sorted(kill_rate.plan()))
+def test_a_learners_run_catches_every_known_bug_at_these_counts(chapter, tmp_path):
+    """The learner's path, in-process and at the counts above (the ci profile, derandomised): each known
+    bug of the chapter fails every claim it records (the grader's path is checked by test_mutants.py)."""
+    bugs = kill_rate.plan([chapter])[chapter]
+    run = kill_rate.run_chapter(chapter, bugs, None, None, tmp_path, profile="ci")
+    missed = sorted(f"{b} ({c})" for b, cs in run["caught"].items() for c, hit in cs.items() if not hit)
+    assert not missed, f"not caught in a ci run of test_{chapter}.py: {missed}"
