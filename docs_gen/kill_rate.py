@@ -51,8 +51,7 @@ def _chapters() -> dict[str, str]:
 
 def plan(chapters: list[str] | None = None) -> dict[str, dict[str, list[str]]]:
     """chapter -> {bug: [its recorded claims in that chapter]}, for the bugs that can run here."""
-    from spec_tests.meta.grading_helpers import mutant_claims
-    from spec_tests.meta.helpers import missing_packages, mutant_names, mutant_needs
+    from spec_tests.meta.helpers import missing_packages, mutant_claims, mutant_names, mutant_needs
 
     where = _chapters()
     out: dict[str, dict[str, list[str]]] = {}
@@ -160,12 +159,12 @@ def claim_needs(data: dict) -> dict[str, int | None]:
     return {c: n for row in summary(data).values() for c, n in row["claims"].items()}
 
 
-def chosen(needs: int | None) -> int:
+def chosen(needs: int | None, largest: int) -> int:
     """The example count a claim's tests draw, from the count its known bugs need: MARGIN times it, at
     least FLOOR; a claim whose bugs escaped even the largest count measured draws MARGIN times that."""
     from spec_tests.plugin import FLOOR, MARGIN
 
-    return MARGIN * COUNTS[-1] if needs is None else max(FLOOR, MARGIN * needs)
+    return MARGIN * largest if needs is None else max(FLOOR, MARGIN * needs)
 
 
 def render(data: dict) -> str:

@@ -37,7 +37,7 @@ _COMMON = dict(
 )
 settings.register_profile("dev", max_examples=25, **_COMMON)  # a learner's run: random, remembers failures
 settings.register_profile("ci", max_examples=25, derandomize=True, database=None, **_COMMON)
-settings.register_profile("grading", max_examples=10, derandomize=True, database=None, **_COMMON)  # chapters without known bugs
+settings.register_profile("grading", max_examples=10, derandomize=True, database=None, **_COMMON)  # claims no known bug fails
 settings.register_profile("thorough", max_examples=500, **_COMMON)
 # Random and forgetful: each run a fresh sample (with --hypothesis-seed, a chosen one); docs_gen/kill_rate.py
 settings.register_profile("sample", max_examples=25, database=None, **_COMMON)
@@ -65,7 +65,7 @@ EXAMPLES: dict[str, int] = {
 
 
 def forced_examples() -> int | None:
-    """MHA_SPEC_EXAMPLES=N: every Hypothesis test draws N examples, its own setting and its chapter's aside."""
+    """MHA_SPEC_EXAMPLES=N: every Hypothesis test draws N examples, its own setting and its claims' count aside."""
     value = os.environ.get("MHA_SPEC_EXAMPLES")
     if not value:
         return None

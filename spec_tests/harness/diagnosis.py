@@ -33,9 +33,13 @@ MAX_CALLS = 4
 NUMPY_DTYPES = ("float64", "float32")
 
 
-def _needs_torch(source: str) -> bool:
-    """Whether a mutant imports torch, itself or through the PyTorch implementation it is built on."""
-    return re.search(r"^\s*(import torch|from torch\b|from impls\.(torch|triton)_\w+ import)", source, re.M) is not None
+def packages_needed(source: str) -> set[str]:
+    """The optional packages (torch, triton) a mutant's source imports, itself or through the PyTorch or
+    Triton implementation it is built on (which imports torch)."""
+    needs = set(re.findall(r"^\s*(?:import|from)\s+(torch|triton)\b", source, re.M))
+    if re.search(r"^\s*from\s+impls\.(torch|triton)_\w+\s+import", source, re.M):
+        needs.add("torch")
+    return needs
 
 
 @cache
@@ -44,7 +48,7 @@ def mutants(with_torch: bool = False) -> list:
     (a NumPy implementation cannot have their bugs, and importing torch costs seconds)."""
     found = []
     for path in sorted(MUTANTS_DIR.glob("*.py")):
-        if path.stem == "__init__" or (not with_torch and _needs_torch(path.read_text())):
+        if path.stem == "__init__" or (not with_torch and "torch" in packages_needed(path.read_text())):
             continue
         try:
             found.append((path.stem, importlib.import_module(f"impls.mutants.{path.stem}")))

@@ -200,14 +200,6 @@ def sinusoidal_positional_encoding(length, d_model):
 
 # -- every known bug graded once per session, shared by the tests that need it ---------------------
 
-def mutant_claims(name: str) -> list[str]:
-    """The claims a mutant is recorded to fail: CAUGHT_BY, then ALSO_CAUGHT_BY."""
-    from spec_tests.meta.helpers import mutant_attributes
-
-    attrs = mutant_attributes(name)
-    return list(dict.fromkeys((attrs["CAUGHT_BY"], *attrs.get("ALSO_CAUGHT_BY", ()))))
-
-
 def shared_folder(tmp_path_factory) -> Path:
     """A folder all of this session's processes see: pytest-xdist's workers share their base's parent."""
     base = tmp_path_factory.getbasetemp()
@@ -219,6 +211,8 @@ def grade_mutant(name: str, shared: Path) -> tuple[int, str, Path]:
     each, once per session: the first test to ask grades it under a lock, the others read its results.
     Returns (the grader's exit code, its output, the folder holding results.json and feedback.md)."""
     import fcntl
+
+    from spec_tests.meta.helpers import mutant_claims
 
     folder = shared / name
     folder.mkdir(parents=True, exist_ok=True)

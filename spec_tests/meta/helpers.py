@@ -47,15 +47,17 @@ def mutant_attributes(name: str) -> dict:
     return values
 
 
+def mutant_claims(name: str) -> list[str]:
+    """The claims a mutant is recorded to fail: CAUGHT_BY, then ALSO_CAUGHT_BY."""
+    attrs = mutant_attributes(name)
+    return list(dict.fromkeys((attrs["CAUGHT_BY"], *attrs.get("ALSO_CAUGHT_BY", ()))))
+
+
 def mutant_needs(name: str) -> list[str]:
     """The optional packages (torch, triton) a mutant imports, directly or through the module it extends."""
-    import re
+    from spec_tests.harness.diagnosis import packages_needed
 
-    text = (MUTANTS_DIR / f"{name}.py").read_text(encoding="utf-8")
-    needs = set(re.findall(r"^\s*(?:import|from)\s+(torch|triton)\b", text, re.M))
-    if re.search(r"^\s*from\s+impls\.(torch_\w+|triton_\w+)\s+import", text, re.M):
-        needs.add("torch")
-    return sorted(needs)
+    return sorted(packages_needed((MUTANTS_DIR / f"{name}.py").read_text(encoding="utf-8")))
 
 
 def missing_packages(names) -> list[str]:

@@ -22,10 +22,10 @@ import zipfile
 import pytest
 
 from spec_tests.grading import similarity, uploads
-from spec_tests.meta.grading_helpers import (EPS_OUTSIDE, FLOAT32_SCORES, INDEPENDENT, grade, mutant_claims,
-                                             results, write_submission)
-from spec_tests.meta.helpers import (ROOT, missing_packages, mutant_attributes, mutant_names, mutant_needs,
-                                     run_suite)
+from spec_tests.meta.grading_helpers import (EPS_OUTSIDE, FLOAT32_SCORES, INDEPENDENT, grade, results,
+                                             write_submission)
+from spec_tests.meta.helpers import (ROOT, missing_packages, mutant_attributes, mutant_claims, mutant_names,
+                                     mutant_needs, run_suite)
 
 MUTANTS_DIR = ROOT / "impls" / "mutants"
 MUTANTS = mutant_names()

@@ -9,7 +9,8 @@ torch: a mutant that imports torch is skipped as unavailable where torch is miss
 
 import pytest
 
-from spec_tests.meta.helpers import MUTANTS_DIR, missing_packages, mutant_attributes, mutant_names, mutant_needs, run_suite
+from spec_tests.meta.helpers import (MUTANTS_DIR, missing_packages, mutant_attributes, mutant_claims, mutant_names,
+                                     mutant_needs, run_suite)
 
 MUTANTS = mutant_names()
 
@@ -33,8 +34,7 @@ def test_each_mutant_documents_its_bug_and_claim(name):
 def _by_claim() -> dict[str, list[str]]:
     groups: dict[str, list[str]] = {}
     for name in MUTANTS:
-        attrs = mutant_attributes(name)
-        for claim_id in (attrs["CAUGHT_BY"], *attrs.get("ALSO_CAUGHT_BY", ())):
+        for claim_id in mutant_claims(name):
             groups.setdefault(claim_id, []).append(name)
     return groups
 
