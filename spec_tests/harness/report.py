@@ -116,11 +116,17 @@ def scope_lines(records: list[Outcome], impls) -> list[str]:
 
 
 def versions() -> dict:
+    """The versions of Python and the packages a run used, read from their installed metadata: importing
+    PyTorch only for its version would cost seconds in every run that never needed it."""
+    import importlib.metadata
+    import sys
+
     out = {"python": platform.python_version()}
     for mod in ("numpy", "torch", "hypothesis", "pytest"):
+        loaded = sys.modules.get(mod)
         try:
-            out[mod] = __import__(mod).__version__
-        except Exception:
+            out[mod] = loaded.__version__ if loaded is not None else importlib.metadata.version(mod)
+        except (AttributeError, importlib.metadata.PackageNotFoundError):
             pass
     return out
 
