@@ -8,6 +8,9 @@ count over several random samples (the `sample` profile: random, no example data
     MHA_SPEC_PROFILE=sample MHA_SPEC_EXAMPLES=N pytest spec_tests/test_CHAPTER.py \
         --impl BUG1.py,BUG2.py,... --claim THEIR_CLAIMS --hypothesis-seed S --spec-report r.json
 
+with each bug on its own claims only (docs_gen/kill_rate_pairs.py leaves out the rest: their
+results are never read).
+
 A (bug, claim) pair is caught in a sample when the claim's status for the bug is "failed". The kill
 rate at N is the share of (bug, claim, sample) triples caught; a claim "needs" the smallest N at
 which every bug recorded to fail it did so in every sample. The claim's example count in the suite's
@@ -68,17 +71,19 @@ def plan(chapters: list[str] | None = None) -> dict[str, dict[str, list[str]]]:
 
 def run_chapter(chapter: str, bugs: dict[str, list[str]], count: int | None, seed: int | None, folder: Path,
                 profile: str = "sample") -> dict:
-    """One run: every bug of the chapter on the chapter's claims they record, N examples (None: the
+    """One run: every bug of the chapter on the claims it records there, N examples (None: the
     profile's own counts), one sample (seed None: the profile's own, derandomised for ci and grading)."""
     report = folder / f"{chapter}-{profile}-n{count}-s{seed}.json"
     claims = sorted({c for cs in bugs.values() for c in cs})
-    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--no-claim-summary",
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "docs_gen.kill_rate_pairs",
+           "--no-claim-summary",
            str(ROOT / "spec_tests" / f"test_{chapter}.py"),
            "--impl", ",".join(str(MUTANTS_DIR / f"{b}.py") for b in bugs), "--claim", ",".join(claims),
            *([f"--hypothesis-seed={seed}"] if seed is not None else []), "--spec-report", str(report)]
     env = {k: v for k, v in os.environ.items()
            if k not in ("CI", "MHA_SPEC_IMPL", "MHA_SPEC_MEASUREMENTS", "MHA_SPEC_EXAMPLES")}
     env.update(MHA_SPEC_PROFILE=profile, MHA_SPEC_NO_REPRO="1", **({"MHA_SPEC_EXAMPLES": str(count)} if count else {}))
+    env["MHA_SPEC_KILL_RATE_PAIRS"] = json.dumps(bugs)  # each bug on its own claims only (kill_rate_pairs.py)
     began = time.monotonic()
     proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800)
     if not report.exists():
