@@ -195,10 +195,10 @@ def _chapter_pages() -> list[str]:
 
 @pytest.fixture(params=_chapter_pages(), scope="module")
 def chapter(request, browser, server):
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
-    page = context.new_page()
-    response = page.goto(server + request.param + ".html", wait_until="networkidle")
-    assert response is not None and response.ok, f"{request.param}: HTTP {response.status if response else '-'}"
+    """The chapter at a desktop width, its math typeset (or given up on after 15 s), opened once for
+    every test of it; its screenshot is .artifacts/screenshots/toc-CHAPTER.png."""
+    context, page, _ = _open(browser, server, request.param + ".html", {"width": 1280, "height": 900},
+                             f"toc-{request.param}")
     yield request.param, page
     context.close()
 
@@ -333,21 +333,17 @@ def test_chapter_on_a_phone(browser, server, chapter):
         context.close()
 
 
-@pytest.mark.parametrize("chapter", CHAPTERS)
-def test_table_of_contents_typesets_math(browser, server, chapter):
+def test_table_of_contents_typesets_math(chapter):
     """The table of contents repeats the headings (claim titles among them): their math typeset too."""
-    context, page, errors = _open(browser, server, f"{chapter}.html", {"width": 1280, "height": 900}, f"toc-{chapter}")
-    try:
-        raw = page.evaluate(r"""() => [...document.querySelectorAll('.md-sidebar--secondary .md-nav__link')]
-            .map(a => { const c = a.cloneNode(true); c.querySelectorAll('.katex').forEach(k => k.remove());
-                        return c.textContent; })
-            .filter(t => /\\\(|\\\)|\\[a-zA-Z]+\{|\$/.test(t))""")
-        assert not raw, f"{chapter}: raw TeX in the table of contents: {raw[:5]}"
-        if _math_claims(chapter):
-            typeset = page.locator(".md-sidebar--secondary .md-nav__link .katex").count()
-            assert typeset > 0, f"{chapter}: the claims' math is not typeset in the table of contents"
-    finally:
-        context.close()
+    chapter, page = chapter
+    raw = page.evaluate(r"""() => [...document.querySelectorAll('.md-sidebar--secondary .md-nav__link')]
+        .map(a => { const c = a.cloneNode(true); c.querySelectorAll('.katex').forEach(k => k.remove());
+                    return c.textContent; })
+        .filter(t => /\\\(|\\\)|\\[a-zA-Z]+\{|\$/.test(t))""")
+    assert not raw, f"{chapter}: raw TeX in the table of contents: {raw[:5]}"
+    if _math_claims(chapter):
+        typeset = page.locator(".md-sidebar--secondary .md-nav__link .katex").count()
+        assert typeset > 0, f"{chapter}: the claims' math is not typeset in the table of contents"
 
 
 def test_conformance_matrix_fits_the_page(browser, server):
