@@ -16,9 +16,10 @@ TEST_KEYS = {"name", "score", "max_score", "status", "output", "visibility", "ta
 VISIBILITY = {"visible", "hidden", "after_due_date", "after_published"}
 
 
-def grade(*args: str, timeout: int = 900, cwd: Path | None = None):
+def grade(*args: str, timeout: int = 900, cwd: Path | None = None, extra_env: dict | None = None):
     """Run the grader; return (exit code, its output)."""
     env = {k: v for k, v in os.environ.items() if k not in ("MHA_SPEC_IMPL", "CI", "MHA_SPEC_MEASUREMENTS")}
+    env.update(extra_env or {})
     proc = subprocess.run([sys.executable, "-m", "spec_tests.grade", *args], cwd=cwd or ROOT, env=env,
                           capture_output=True, text=True, timeout=timeout)
     return proc.returncode, proc.stdout + proc.stderr
@@ -212,6 +213,7 @@ def grade_mutant(name: str, shared: Path) -> tuple[int, str, Path]:
     Returns (the grader's exit code, its output, the folder holding results.json and feedback.md)."""
     import fcntl
 
+    from spec_tests.harness.limits import speed
     from spec_tests.meta.helpers import mutant_claims
 
     folder = shared / name
@@ -223,7 +225,9 @@ def grade_mutant(name: str, shared: Path) -> tuple[int, str, Path]:
             rubric = folder / "rubric.toml"
             rubric.write_text("[grading]\ntotal_timeout = 600\n\n"
                               + "".join(f'[claims."{c}"]\npoints = 1\n' for c in mutant_claims(name)))
-            code, log = grade(str(MUTANTS_DIR / f"{name}.py"), "--out", str(folder / "out"), "--rubric", str(rubric))
+            # the machine's speed (harness/limits.py), measured once by this process, not by each of 60 graders
+            code, log = grade(str(MUTANTS_DIR / f"{name}.py"), "--out", str(folder / "out"), "--rubric", str(rubric),
+                              extra_env={"MHA_SPEC_SPEED": f"{speed():.3f}"})
             (folder / "log.txt").write_text(log)
             done.write_text(str(code))
     return int(done.read_text()), (folder / "log.txt").read_text(), folder / "out"
