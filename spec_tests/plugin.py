@@ -230,6 +230,35 @@ def pytest_configure(config):
     config.pluginmanager.register(_Collector(config.stash[_RECORDS]), "mha-spec-collector")
 
 
+def _meta_selectable(config) -> bool:
+    """Whether this run can select a test of the suite itself (spec_tests/meta/): not when it checks
+    implementations (--impl, --claim, --chapter: pytest_collection_modifyitems drops them) nor when the
+    -m expression (by default "not slow and not meta") rules out a test marked meta."""
+    if config.stash.get(_EXPLICIT, False) or _wanted(config, "--claim") or _wanted(config, "--chapter"):
+        return False
+    markexpr = config.getoption("markexpr", default="") or ""
+    if not markexpr.strip():
+        return True
+    try:
+        from _pytest.mark.expression import Expression
+
+        expr = Expression.compile(markexpr)
+    except Exception:  # pytest reports a bad -m itself; collect as usual
+        return True
+    def marks(*names):  # a test carrying exactly these marks
+        return lambda name, /, **kwargs: name in names and not kwargs
+
+    return expr.evaluate(marks("meta")) or expr.evaluate(marks("meta", "slow"))  # a meta test may be slow too
+
+
+def pytest_ignore_collect(collection_path, config):
+    """A run that cannot select the suite's own tests does not import them (27 modules, PyTorch among
+    their imports: seconds of every learner's run)."""
+    if collection_path.name == "meta" and collection_path.parent == SPEC_DIR and not _meta_selectable(config):
+        return True
+    return None
+
+
 def pytest_unconfigure(config):
     isolation.shutdown()  # under --isolate: no worker, and nothing a worker started, outlives the run
 

@@ -19,6 +19,7 @@ for LayerNorm, whose groups vary the width; "L", the length, when absent).
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import subprocess
 import time
@@ -33,16 +34,22 @@ if SIZE not in ("tiny", "default", "large"):
     raise pytest.UsageError(f"MHA_SPEC_BENCH_SIZE must be tiny, default or large, got {SIZE!r}")
 
 
-def _default_dtypes() -> str:
-    try:
-        import torch
+@functools.cache
+def dtypes() -> frozenset[str]:
+    """The dtypes benchmarked: MHA_SPEC_BENCH_DTYPES, else float16 and bfloat16 on a GPU, float32 on a CPU.
+    Asked only when benchmarks are collected: this conftest loads in every run of the suite, and
+    importing PyTorch to ask for a GPU costs seconds."""
+    given = os.environ.get("MHA_SPEC_BENCH_DTYPES")
+    if given is None:
+        try:
+            import torch
 
-        return "float16,bfloat16" if torch.cuda.is_available() else "float32"
-    except ModuleNotFoundError:
-        return "float32"
+            given = "float16,bfloat16" if torch.cuda.is_available() else "float32"
+        except ModuleNotFoundError:
+            given = "float32"
+    return frozenset(d.strip() for d in given.split(",") if d.strip())
 
 
-DTYPES = {d.strip() for d in os.environ.get("MHA_SPEC_BENCH_DTYPES", _default_dtypes()).split(",") if d.strip()}
 THREADS = int(os.environ.get("MHA_SPEC_BENCH_THREADS") or os.cpu_count() or 1)
 TARGET_SECONDS = 0.05 if SIZE == "tiny" else float(os.environ.get("MHA_SPEC_BENCH_SECONDS", "2.0"))  # per case (>= MIN_ROUNDS rounds)
 MIN_ROUNDS = 1 if SIZE == "tiny" else int(os.environ.get("MHA_SPEC_BENCH_MIN_ROUNDS", "3"))
@@ -79,7 +86,7 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         subject = getattr(item, "callspec", None) and item.callspec.params.get("impl")
         ours = Path(str(item.path)).resolve().parent == HERE
-        (drop if ours and subject is not None and subject.dtype not in DTYPES else keep).append(item)
+        (drop if ours and subject is not None and subject.dtype not in dtypes() else keep).append(item)
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep
