@@ -14,7 +14,7 @@ import os
 
 import pytest
 
-from spec_tests.plugin import claims_of
+from spec_tests.plugin import _subject, claims_of
 
 ENV = "MHA_SPEC_KILL_RATE_PAIRS"
 
@@ -26,9 +26,7 @@ def pytest_collection_modifyitems(config, items):
         return
     keep, drop = [], []
     for item in items:
-        callspec = getattr(item, "callspec", None)
-        subject = callspec.params.get("impl") if callspec else None
-        own = pairs.get(getattr(subject, "name", None))
+        own = pairs.get(getattr(_subject(item), "name", None))
         (drop if own is not None and not own.intersection(claims_of(item)) else keep).append(item)
     if drop:
         config.hook.pytest_deselected(items=drop)

@@ -245,6 +245,7 @@ def _meta_selectable(config) -> bool:
         expr = Expression.compile(markexpr)
     except Exception:  # pytest reports a bad -m itself; collect as usual
         return True
+
     def marks(*names):  # a test carrying exactly these marks
         return lambda name, /, **kwargs: name in names and not kwargs
 

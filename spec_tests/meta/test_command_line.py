@@ -1,5 +1,6 @@
 """The commands a learner runs: the template run, a file outside the repository, the wrapper."""
 
+import ast
 import os
 import subprocess
 import sys
@@ -56,3 +57,30 @@ def test_a_learner_file_that_does_not_import_gets_a_clear_message(tmp_path):
     code, out, _ = run_suite("--impl", str(broken))
     assert code == 4, out[-2000:]  # pytest's usage-error exit code
     assert "could not load the implementation" in out and "SyntaxError" in out
+
+
+def _imported_after(*args: str) -> tuple[int, set[str]]:
+    """Run pytest in a fresh process with ARGS; return its exit code and which of the suite's own test
+    modules and PyTorch it imported."""
+    probe = ("import sys, pytest\n"
+             f"code = pytest.main({list(args)!r} + ['-q', '-p', 'no:cacheprovider'])\n"
+             "print('IMPORTED', sorted(m for m in sys.modules if m.startswith('spec_tests.meta.') or m == 'torch'))\n"
+             "sys.exit(code)\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("MHA_SPEC_IMPL", "MHA_SPEC_MEASUREMENTS")}
+    proc = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=300,
+                          env=dict(env, CI="1", MHA_SPEC_NO_REPRO="1"))
+    line = [ln for ln in proc.stdout.splitlines() if ln.startswith("IMPORTED ")]
+    assert line, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return proc.returncode, set(ast.literal_eval(line[-1][len("IMPORTED "):]))
+
+
+def test_checking_a_numpy_file_imports_neither_the_suites_own_tests_nor_torch():
+    """A learner's NumPy run pays for neither: the suite's own tests cannot be selected by it, and
+    nothing it runs needs PyTorch."""
+    code, imported = _imported_after("--impl", "numpy_fast", "--claim", "SDPA-1")
+    assert code == 0 and not imported, f"exit {code}; imported {sorted(imported)}"
+
+
+def test_the_suites_own_tests_are_still_collected_when_asked_for():
+    code, imported = _imported_after("-m", "meta", "--collect-only", "spec_tests/meta/test_shape_names.py")
+    assert code == 0 and "spec_tests.meta.test_shape_names" in imported, f"exit {code}; imported {sorted(imported)}"
