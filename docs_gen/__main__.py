@@ -137,7 +137,7 @@ def check() -> int:
     claims_pages.write_all(DOCS, FRAGMENTS)
     for path, content in mask_explorer.outputs().items():
         docs_gen.write_output(path, content)
-    examples.write_all()  # each chapter's worked example, re-run (figures: spec_tests/meta/test_figures.py)
+    examples.write_all()  # each chapter's worked example, re-run (figures: tests/test_figures.py)
     kill_rate.write_fragment()
     stale, docs_gen.STALE = docs_gen.STALE, None
     problems = [f"  {_shown(p)}" for p in stale]

@@ -7,7 +7,7 @@ configuration: a table, a plot of time against it and one of peak memory (log-lo
 its fitted exponent (the slope of log y against log size), and beside each row its ratio to the
 configuration's baseline at the same size (BASELINES: PyTorch's own function).
 
-GPU rows come from the JSON scripts/gpu_check.py writes, committed at docs/assets/benchmarks/gpu_check.json
+GPU rows come from the JSON spec_tests/benchmarks/gpu_check.py writes, committed at docs/assets/benchmarks/gpu_check.json
 (GPU_JSON); without it the page says that no GPU run has been made.
 """
 
@@ -288,7 +288,7 @@ GPU_ROW_MEASURED = {"seconds": (int, float), "tflops": (int, float), "percent_of
 
 
 def validate_gpu(result: dict) -> list[str]:
-    """What is wrong with a gpu_check.py JSON (scripts/gpu_check.py writes schema 1); [] when nothing is."""
+    """What is wrong with a gpu_check.py JSON (spec_tests/benchmarks/gpu_check.py writes schema 1); [] when nothing is."""
     problems = []
     if not isinstance(result, dict):
         return [f"the JSON is a {type(result).__name__}, not an object"]
@@ -325,7 +325,7 @@ def gpu_section(gpu: dict | None) -> list[str]:
     """The GPU rows: the flash claims per GPU implementation, and TFLOP/s against the bf16 peak."""
     out = ["## On a GPU", ""]
     if gpu is None:
-        return out + ["No GPU run yet. `python scripts/gpu_check.py --out docs/assets/benchmarks/gpu_check.json` on a",
+        return out + ["No GPU run yet. `python spec_tests/benchmarks/gpu_check.py --out docs/assets/benchmarks/gpu_check.json` on a",
                       "CUDA machine runs the flash claims and the GPU benchmarks (PyTorch's flash backend, flash-attn,",
                       "our Triton kernel) in under five minutes; `python -m docs_gen` then shows them here.", ""]
     problems = validate_gpu(gpu)
@@ -336,7 +336,7 @@ def gpu_section(gpu: dict | None) -> list[str]:
     sample = bool(gpu.get("sample"))
     if sample:
         out += ['!!! warning "Sample data"', "",
-                "    These rows are the made-up sample of `scripts/gpu_check.py --dry-run`, not a measurement.", ""]
+                "    These rows are the made-up sample of `spec_tests/benchmarks/gpu_check.py --dry-run`, not a measurement.", ""]
     out += ['!!! abstract "The GPU run"', "", f"    - **Date:** {gpu['created']}"]
     if gpu.get("commit"):
         out.append(f"    - **Commit:** `{str(gpu['commit'])[:12]}`")

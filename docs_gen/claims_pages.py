@@ -198,7 +198,7 @@ def bugs_page(claims: dict[str, Claim], mutants: list[Mutant]) -> str:
     out += [f"{len(mutants)} implementations, each correct but for **one** bug of the kind learners (and",
             "the lecture notes' own code) really write. Each card says what the bug is, which claim catches",
             "it and why, shows the buggy code, and shows the failure message the suite prints for it, taken",
-            "from a real run (`python -m docs_gen --bug-feedback` refreshes them). `spec_tests/meta/test_mutants.py`",
+            "from a real run (`python -m docs_gen --bug-feedback` refreshes them). `tests/test_mutants.py`",
             "runs the suite against every one and fails unless its claim catches it. Read them as a list of",
             "what goes wrong, and of how you will recognise it in your own code: the claim that fails",
             "points at the bug.", ""]

@@ -7,7 +7,7 @@ A chapter page shows the example's source (included by snippet from docs_gen/wor
 printed output (docs_gen/fragments/<chapter>.example.md, written here). The output is never
 pasted by hand: each script runs in a fresh interpreter from the repository root, exactly as a
 learner would run it (`python docs_gen/worked_examples/sdpa.py`), and a script that fails, or writes
-anything to stderr, stops the generation. spec_tests/meta/test_worked_examples.py runs them again
+anything to stderr, stops the generation. tests/test_worked_examples.py runs them again
 and checks that the committed output is still what the reference prints.
 """
 

@@ -6,7 +6,7 @@
 Each figure is an SVG about 5 x 3.5 inches with labelled axes and text of at least 9 pt, so that it
 stays readable when the page is 390 px wide. The files are byte-stable: no date in the metadata,
 a fixed hash salt for matplotlib's ids, text kept as text (`svg.fonttype: none`), fixed random
-generators. Running the generator twice gives identical files (spec_tests/meta/test_figures.py).
+generators. Running the generator twice gives identical files (tests/test_figures.py).
 
 FIGURES maps each file name to (chapter, the function that draws it, its alt text); the chapter
 pages show them with `![alt](assets/figures/NAME.svg)`.

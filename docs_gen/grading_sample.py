@@ -49,7 +49,7 @@ def main() -> int:
     doc["output"] = "(feedback.md, shown above)"
     left = len(doc["tests"]) - TESTS_SHOWN
     doc["tests"] = doc["tests"][:TESTS_SHOWN] + [{"...": f"{left} more claims, one entry each"}]
-    doc["extra_data"]["rubric"] = "spec_tests/rubric.toml"
+    doc["extra_data"]["rubric"] = "grader/rubric.toml"
     (OUT / "feedback.md").write_text(feedback)
     (OUT / "results.json").write_text(json.dumps(doc, indent=1) + "\n")
     (OUT / "grading.log").write_text(log.strip() + "\n")

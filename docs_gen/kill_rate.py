@@ -14,8 +14,9 @@ results are never read).
 A (bug, claim) pair is caught in a sample when the claim's status for the bug is "failed". The kill
 rate at N is the share of (bug, claim, sample) triples caught; a claim "needs" the smallest N at
 which every bug recorded to fail it did so in every sample. The claim's example count in the suite's
-profiles (spec_tests/plugin.py, EXAMPLES) is chosen from it with a margin (MARGIN times "needs",
-never less than FLOOR) and a test checks that the two agree.
+profiles (its `examples` in spec_tests/claims.toml) is chosen from it with a margin (MARGIN times
+"needs", never less than FLOOR); the run prints the counts its data chooses, and a test checks that
+claims.toml holds them.
 
     python -m docs_gen.kill_rate                        # counts 1,2,4,8,16,25 x 5 samples, 2 jobs
     python -m docs_gen.kill_rate --counts 1,4 --samples 2 --chapters sdpa,masks
@@ -54,7 +55,7 @@ def _chapters() -> dict[str, str]:
 
 def plan(chapters: list[str] | None = None) -> dict[str, dict[str, list[str]]]:
     """chapter -> {bug: [its recorded claims in that chapter]}, for the bugs that can run here."""
-    from spec_tests.meta.helpers import missing_packages, mutant_claims, mutant_names, mutant_needs
+    from tests.helpers import missing_packages, mutant_claims, mutant_names, mutant_needs
 
     where = _chapters()
     out: dict[str, dict[str, list[str]]] = {}
@@ -108,7 +109,7 @@ def measure(counts, samples: int, jobs: int, folder: Path, chapters=None) -> dic
 
 
 def verify(profiles, folder: Path, jobs: int) -> dict[str, dict[str, list[str]]]:
-    """Each chapter's known bugs under each profile at the suite's own counts (EXAMPLES): profile ->
+    """Each chapter's known bugs under each profile at the suite's own counts (claims.toml): profile ->
     chapter -> the (bug, claim) pairs not caught. The check behind the table's last column."""
     folder.mkdir(parents=True, exist_ok=True)
     runs = [(ch, bugs, None, None, folder, p) for p in profiles for ch, bugs in plan().items()]
@@ -159,6 +160,15 @@ def _claim_order(claim: str):
     return prefix, int(number)
 
 
+# The selection rule: a claim's tests draw MARGIN times the count its known bugs need, at least FLOOR.
+MARGIN, FLOOR = 3, 10
+
+
+def chosen_counts(data: dict) -> dict[str, int]:
+    """claim -> the example count the study's data chooses (what claims.toml's `examples` must be)."""
+    return {claim: chosen(n, max(data["counts"])) for claim, n in claim_needs(data).items()}
+
+
 def claim_needs(data: dict) -> dict[str, int | None]:
     """claim -> the count its known bugs need, for every claim with a known bug measured."""
     return {c: n for row in summary(data).values() for c, n in row["claims"].items()}
@@ -167,14 +177,13 @@ def claim_needs(data: dict) -> dict[str, int | None]:
 def chosen(needs: int | None, largest: int) -> int:
     """The example count a claim's tests draw, from the count its known bugs need: MARGIN times it, at
     least FLOOR; a claim whose bugs escaped even the largest count measured draws MARGIN times that."""
-    from spec_tests.plugin import FLOOR, MARGIN
-
     return MARGIN * largest if needs is None else max(FLOOR, MARGIN * needs)
 
 
 def render(data: dict) -> str:
-    from spec_tests.plugin import EXAMPLES, FLOOR, MARGIN
+    from spec_tests.harness import claims as catalogue
 
+    EXAMPLES = {c.id: c.examples for c in catalogue.catalogue().values() if c.examples}
     table = summary(data)
     counts = data["counts"]
     lines = [
@@ -211,7 +220,7 @@ def render(data: dict) -> str:
 
 def write_fragment() -> Path | None:
     """The table fragment from the committed measurement (docs_gen/data/kill_rate.json), through
-    docs_gen.write_output: `python -m docs_gen --check` finds it stale when EXAMPLES or the data change."""
+    docs_gen.write_output: `python -m docs_gen --check` finds it stale when claims.toml's counts or the data change."""
     import docs_gen
 
     if not DATA.exists():
@@ -254,6 +263,9 @@ def main(argv=None) -> int:
         args.out.mkdir(parents=True, exist_ok=True)
         (args.out / "kill_rate.json").write_text(dump(data))
     print(render(data))
+    print("The counts these data choose, for spec_tests/claims.toml (each claim's `examples`):")
+    for claim, count in sorted(chosen_counts(data).items()):
+        print(f"  {claim}: examples = {count}")
     if not args.no_write:
         DATA.write_text(dump(data))
         FRAGMENT.write_text(render(data))

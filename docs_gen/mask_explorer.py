@@ -3,7 +3,7 @@
 The page computes the visibility grid and the attention weights in the browser
 (docs/assets/javascripts/mask_explorer.js) from one small fixed example, written here by the
 reference: queries and keys of up to LMAX positions with D features each. The browser test
-(docs_tests/test_site.py) reads one configuration back from the page and compares it with the
+(tests/site/test_site.py) reads one configuration back from the page and compares it with the
 reference's `attention_weights` on the same arrays.
 
 Writes docs/assets/javascripts/mask_explorer_data.js and docs_gen/fragments/masks.explorer.md.

@@ -179,7 +179,7 @@ def _attend(tiles, scale, inplace):
 # stays with one core, and the cores never wait for each other inside an operation, as they do
 # when every operation of the plain path is split over them (on a loaded machine each such wait
 # can cost a time slice). Used without autograd from FAST_MIN_SCORES on;
-# spec_tests/meta/test_torch_chunked_paths.py checks that both paths agree.
+# tests/test_torch_chunked_paths.py checks that both paths agree.
 FAST_MIN_SCORES = 2**18  # N * L_q * L_k from which scaled_dot_product_attention takes the fast path
 _pool, _pool_lock = None, threading.Lock()
 

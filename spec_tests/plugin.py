@@ -16,9 +16,10 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, Phase, settings
 
-from spec_tests.harness import arrays, context, diagnosis, isolation, loader, xfail  # noqa: F401 (diagnosis:
+from spec_tests.harness import arrays, context, diagnosis, loader, xfail  # noqa: F401 (diagnosis:
 # registers the known-bug diagnoser in feedback.DIAGNOSERS)
 from spec_tests.harness import carried
+from spec_tests.sandbox import isolation
 from spec_tests.harness import claims as catalogue
 from spec_tests.harness import report as report_mod
 from spec_tests.harness.feedback import SpecFailure
@@ -45,23 +46,10 @@ PROFILE = os.environ.get("MHA_SPEC_PROFILE") or ("ci" if os.environ.get("CI") el
 settings.load_profile(PROFILE)
 
 
-# Examples per Hypothesis test, by claim, in the dev, ci and grading profiles: MARGIN times the count at
-# which every known bug recorded to fail the claim failed it, in every random sample of the kill-rate
-# study, and at least FLOOR (docs_gen/kill_rate.py; the table is in docs/conventions.md, "How many
-# examples", and spec_tests/meta/test_example_counts.py checks that this is what the study chose). A
-# test of several claims draws the largest of their counts; a test of claims no known bug fails draws
-# the profile's own count; `thorough` and a test's own @settings(max_examples=...) keep theirs.
-MARGIN, FLOOR = 3, 10
-EXAMPLES: dict[str, int] = {
-    "ERR-1": 10, "ERR-2": 10, "GRAD-2": 10, "GRAD-3": 10,
-    "LN-1": 10, "LN-2": 10, "LN-3": 10, "LN-4": 10, "LN-5": 12, "LN-6": 10, "LN-7": 10,
-    "MASK-1": 10, "MASK-2": 10, "MASK-3": 10, "MASK-4": 10, "MASK-5": 10, "MASK-6": 48, "MASK-7": 10,
-    "MHA-1": 10, "MHA-2": 10, "MHA-3": 12, "MHA-4": 10, "MHA-5": 10, "MHA-6": 12, "MHA-9": 10,
-    "PE-1": 10, "PE-2": 10, "PE-3": 10, "PE-4": 10, "PE-5": 10,
-    "PREC-1": 12, "PREC-2": 10, "PREC-3": 10,
-    "SDPA-1": 10, "SDPA-2": 10, "SDPA-3": 12, "SDPA-4": 12, "SDPA-5": 10, "SDPA-8": 10,
-    "VAR-1": 10, "VAR-3": 24,
-}
+# Examples per Hypothesis test, by claim, in the dev, ci and grading profiles: each claim's `examples` in
+# claims.toml, chosen by the kill-rate study (docs_gen/kill_rate.py; docs/conventions.md, "How many
+# examples"). A test of several claims draws the largest of their counts; a test of claims without one
+# draws the profile's own count; `thorough` and a test's own @settings(max_examples=...) keep theirs.
 
 
 def forced_examples() -> int | None:
@@ -78,13 +66,12 @@ def examples_for(claims, profile: str | None = None) -> int | None:
     """The example count of a test of these claims in a profile (None: the profile's own count). The
     profile is the one loaded now (`--hypothesis-profile=thorough` loads its own after this module's)."""
     profile = profile or getattr(settings, "_current_profile", None) or PROFILE
-    counts = [EXAMPLES[c] for c in claims if c in EXAMPLES]
-    return max(counts) if counts and profile in ("dev", "ci", "grading") else None
+    return catalogue.examples(claims) if profile in ("dev", "ci", "grading") else None
 
 
 def _set_examples(items, forced: int | None) -> None:
     """The example count of each Hypothesis test: MHA_SPEC_EXAMPLES when set; else its claims' count
-    (EXAMPLES), unless the test chose its own with @settings(max_examples=...)."""
+    (claims.toml), unless the test chose its own with @settings(max_examples=...)."""
     wanted: dict = {}
     for item in items:  # one count per test function: the largest its items' claims ask for
         fn = getattr(item, "obj", None)
@@ -173,7 +160,7 @@ def pytest_load_initial_conftests(early_config, parser, args):
 
     pytest chooses its rootdir and configuration file before it loads this plugin, so it does not yet
     know that --impl takes a value: it reads the implementation's path as a test path, roots the run
-    in that file's folder and finds no configuration (no markers, no `-m "not slow and not meta"`, the
+    in that file's folder and finds no configuration (no markers, no `-m "not slow"`, the
     whole working directory collected, test ids relative to a foreign folder). Here, with --impl known,
     the search is repeated on the real test paths. Without any, from a folder that is not the project,
     the run uses the project's configuration and collects spec_tests/, so that it is the same from anywhere.
@@ -194,11 +181,18 @@ def pytest_load_initial_conftests(early_config, parser, args):
         _adopt(early_config, parser, args, rootpath, inipath, inicfg)
 
 
+# The suite's markers, declared here only (the plugin is loaded wherever the suite runs, installed or not).
+MARKERS = (
+    "claim(*ids): the claim IDs (spec_tests/claims.toml) a spec test enforces",
+    "slow: a long experiment or measurement, left out of the default run (`pytest -m slow` runs them)",
+    "demonstration(*ids): a test of the suite's own algorithms showing a claim at work (tests/demonstrations/): "
+    "no implementation verdict, no points",
+)
+
+
 def pytest_configure(config):
-    config.addinivalue_line("markers", "claim(*ids): the claim IDs a spec test enforces")
-    config.addinivalue_line("markers", "meta: a test of the suite itself, not of an implementation")
-    config.addinivalue_line("markers", "slow: a long-running experiment or measurement")
-    config.addinivalue_line("markers", "demonstration(*ids): shows a claim on the reference; no implementation verdict")
+    for line in MARKERS:
+        config.addinivalue_line("markers", line)
     specs, explicit = loader.selected_specs(config.getoption("--impl", default=[]))
     load = loader.load
     if config.getoption("--isolate", default=False):
@@ -230,36 +224,6 @@ def pytest_configure(config):
     config.pluginmanager.register(_Collector(config.stash[_RECORDS]), "mha-spec-collector")
 
 
-def _meta_selectable(config) -> bool:
-    """Whether this run can select a test of the suite itself (spec_tests/meta/): not when it checks
-    implementations (--impl, --claim, --chapter: pytest_collection_modifyitems drops them) nor when the
-    -m expression (by default "not slow and not meta") rules out a test marked meta."""
-    if config.stash.get(_EXPLICIT, False) or _wanted(config, "--claim") or _wanted(config, "--chapter"):
-        return False
-    markexpr = config.getoption("markexpr", default="") or ""
-    if not markexpr.strip():
-        return True
-    try:
-        from _pytest.mark.expression import Expression
-
-        expr = Expression.compile(markexpr)
-    except Exception:  # pytest reports a bad -m itself; collect as usual
-        return True
-
-    def marks(*names):  # a test carrying exactly these marks
-        return lambda name, /, **kwargs: name in names and not kwargs
-
-    return expr.evaluate(marks("meta")) or expr.evaluate(marks("meta", "slow"))  # a meta test may be slow too
-
-
-def pytest_ignore_collect(collection_path, config):
-    """A run that cannot select the suite's own tests does not import them (27 modules, PyTorch among
-    their imports: seconds of every learner's run)."""
-    if collection_path.name == "meta" and collection_path.parent == SPEC_DIR and not _meta_selectable(config):
-        return True
-    return None
-
-
 def pytest_unconfigure(config):
     isolation.shutdown()  # under --isolate: no worker, and nothing a worker started, outlives the run
 
@@ -277,7 +241,7 @@ _DEMO_SUBJECT = []
 
 
 def _reference_subject() -> Subject:
-    """The float64 reference implementation, the `impl` of a demonstration (spec_tests/demonstrations/)."""
+    """The float64 reference implementation, the `impl` of a demonstration (tests/demonstrations/)."""
     if not _DEMO_SUBJECT:
         _DEMO_SUBJECT.append(Subject(loader.load("reference"), "float64"))
     return _DEMO_SUBJECT[0]
@@ -321,9 +285,6 @@ def pytest_collection_modifyitems(config, items):
     _set_examples(items, forced_examples())
     for item in items:
         ids = claims_of(item)
-        if (explicit or want_claims or want_chapters) and item.get_closest_marker("meta"):
-            drop.append(item)  # checking an implementation: the suite's own tests stay out of the way
-            continue
         if want_claims and not want_claims.intersection(ids):
             drop.append(item)
             continue
@@ -345,16 +306,9 @@ def pytest_collection_modifyitems(config, items):
     items.sort(key=_chapter_rank)  # stable: within a chapter, the module's own order
 
 
-# `pytest -x` shows the first failure soon: the cheap, foundational chapters run first (shapes, values,
-# masks), the expensive ones last (long sequences, gradients by autograd, low precision).
-CHAPTER_ORDER = ("test_sdpa", "test_masks", "test_multi_head", "test_layer_norm", "test_errors",
-                 "test_positional", "test_variable_length", "test_residual", "test_precision",
-                 "test_gradients", "test_efficient")
-
-
 def _chapter_rank(item) -> int:
-    stem = Path(str(item.path)).stem
-    return CHAPTER_ORDER.index(stem) if stem in CHAPTER_ORDER else len(CHAPTER_ORDER)
+    """`pytest -x` shows the first failure soon: chapters run in claims.toml's `order`."""
+    return catalogue.chapter_rank(Path(str(item.path)).stem)
 
 
 def _not_implemented_text(leaves) -> str:

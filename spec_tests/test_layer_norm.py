@@ -173,7 +173,7 @@ def test_low_precision_statistics_are_computed_in_float32(impl, seed, D, mean):
 
 # ---------------------------------------------------------------------------------- LN-8
 # BatchNorm's side of each contrast (its output changes with the batch, with training/inference, with one
-# sample, with padding) does not depend on the implementation: spec_tests/demonstrations/ shows it on the
+# sample, with padding) does not depend on the implementation: tests/demonstrations/ shows it on the
 # reference. The claims below are LayerNorm's side, and they are the implementation's.
 @claim("LN-8")
 @given(seed=SEEDS, D=st.integers(1, 12))

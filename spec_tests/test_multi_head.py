@@ -262,7 +262,7 @@ def test_agrees_with_torch_multihead_attention(impl, case, padded, causal, data)
 # The experiment (spec_tests/experiments/heads.py): one causal attention layer, trained to predict both
 # x[i-1] and x[i-3] at every position, with 2 heads or 1 head at the same D. Its first seed's trained
 # models are stored (heads_trained.npz): running them is a demonstration
-# (spec_tests/demonstrations/test_trained_heads.py); the slow test trains afresh over several seeds.
+# (tests/demonstrations/test_trained_heads.py); the slow test trains afresh over several seeds.
 
 
 @claim("MHA-8")

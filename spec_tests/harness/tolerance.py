@@ -1,5 +1,5 @@
 """The one tolerance model (the contract's "Comparing numbers"; docs/conventions.md states it, and
-spec_tests/meta/test_tolerance_doc.py keeps the page equal to this module).
+tests/test_tolerance_doc.py keeps the page equal to this module).
 
 Against the float64 reference (`oracle_bound`, reached through `bound_against`), the largest error is
 

@@ -1,4 +1,0 @@
-"""Raises while being imported: nothing can be graded."""
-from spec_tests.meta.hostile._honest import *  # noqa: F401,F403
-
-raise RuntimeError("this submission fails while it is being imported")

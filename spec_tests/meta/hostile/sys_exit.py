@@ -1,8 +1,0 @@
-"""layer_norm raises SystemExit(0)."""
-import sys
-
-from spec_tests.meta.hostile._honest import *  # noqa: F401,F403
-
-
-def layer_norm(x, gamma, beta, eps=1e-5):
-    sys.exit(0)

@@ -1,0 +1,85 @@
+"""Every claim of the suite appears in its chapter of the textbook site, with its tests linked.
+
+The chapter pages (docs/<page>, hand-written) include their claim list from a fragment that
+`python -m docs_gen` generates from claims.toml and the test modules; the build (CI's docs stage)
+regenerates the fragments first. So this test checks what the build will publish: each chapter
+page exists, is in the site's menu and includes its fragments, and the fragment generated from the
+suite as it is now holds every claim that has a test, as an anchor (the one failures link to),
+with a link to each of its tests, which the chapter's test-source page defines. The tests are
+read here independently of docs_gen (test_claim_coverage's own reader), so a reader that misses
+a test fails this test.
+"""
+
+import re
+from functools import cache
+
+import pytest
+
+from spec_tests.harness import claims
+from tests.helpers import ROOT
+from tests.test_claim_coverage import _spec_tests
+
+docs_gen = pytest.importorskip("docs_gen.claims_pages", reason="the docs generator (docs_gen/) is not importable")
+from docs_gen import spec_source  # noqa: E402
+
+DOCS = ROOT / "docs"
+CHAPTERS = sorted(claims.chapters())
+
+
+def _nav_pages() -> set[str]:
+    return set(re.findall(r"[\w/]+\.md", (ROOT / "mkdocs.yml").read_text()))
+
+
+@cache
+def _fragment(chapter_id: str) -> str:
+    chapters, catalogue = spec_source.load_catalogue()
+    return docs_gen.claims_fragment(chapters[chapter_id], catalogue, _tests_by_claim())
+
+
+@cache
+def _tests_by_claim():
+    return spec_source.tests_by_claim(spec_source.load_catalogue()[0])
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_each_chapter_page_is_in_the_menu_and_includes_its_claims(chapter):
+    info = claims.chapters()[chapter]
+    page = DOCS / info.page
+    assert page.is_file(), f"chapter {chapter!r} has no page docs/{info.page}"
+    text = page.read_text()
+    for part in ("claims", "pitfalls"):
+        include = f'--8<-- "docs_gen/fragments/{chapter}.{part}.md"'
+        assert include in text, f"docs/{info.page} does not include its {part}: add the line {include}"
+    nav = _nav_pages()
+    source_page = f"source/{info.module.removesuffix('.py')}.md"
+    assert info.page in nav and source_page in nav, f"mkdocs.yml's nav lacks {info.page} or {source_page}"
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_every_claim_with_a_test_is_listed_with_its_tests_linked(chapter):
+    module = claims.chapters()[chapter].module
+    fragment = _fragment(chapter)
+    wanted: dict[str, list[str]] = {}
+    for m, test, ids in _spec_tests():
+        for cid in ids:
+            if claims.get(cid).chapter == chapter:
+                wanted.setdefault(cid, []).append(test)
+    stem = module.removesuffix(".py")
+    chapters, catalogue = spec_source.load_catalogue()
+    source = docs_gen.source_page(chapters[chapter], catalogue)
+    for cid, tests in wanted.items():
+        assert f"{{ #{cid.lower()} }}" in fragment, f"{cid} is missing from the docs of chapter {chapter}"
+        for test in tests:
+            link = f"(source/{stem}.md#{test.lower()})"
+            assert link in fragment, f"{cid}'s test {test} is not linked from docs/{claims.chapters()[chapter].page}"
+            assert f"{{ #{test.lower()} }}" in source, f"docs/source/{stem}.md has no anchor for {test}"
+
+
+def test_the_catalogue_claims_without_tests_are_marked_as_such():
+    tested = {cid for _, _, ids in _spec_tests() for cid in ids}
+    for cid, claim in claims.catalogue().items():
+        fragment = _fragment(claim.chapter)
+        assert f"{{ #{cid.lower()} }}" in fragment, f"{cid} is missing from its chapter's claim list"
+        section = fragment.split(f"{{ #{cid.lower()} }}", 1)[1].split("\n### ", 1)[0]
+        assert ("Not yet enforced" in section) == (cid not in tested), (
+            f"{cid}: the docs say it is {'not ' if cid not in tested else ''}enforced, the suite disagrees")
