@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 MUTANTS_DIR = ROOT / "impls" / "mutants"
 FRAGMENT = ROOT / "docs_gen" / "fragments" / "bugs.claims_failed.md"
 
-# Bugs that corrupt every value they touch (the exception to the "few other claims" aim).
+# Bugs that corrupt every value they touch (the exception to the "few other claims" aim).
 CORRUPTS_EVERYTHING = {"nondeterministic_noise", "modifies_input_in_place"}
 
 

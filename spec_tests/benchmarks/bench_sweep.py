@@ -1,4 +1,4 @@
-"""The SDPA forward sweep of issue 3: B=1, H=8, d=64, L = 256 .. 4096, on the CPU.
+"""The SDPA forward sweep of the chunked kernels: B=1, H=8, d=64, L = 256 .. 4096, on the CPU.
 
 For the chunked implementations and their baselines, side by side in one run:
 

@@ -26,7 +26,7 @@ JSON (schema 1) is checked by docs_gen.benchmarks.validate_gpu before it is writ
 --dry-run needs neither a GPU nor PyTorch: it parses the arguments, builds a sample result with
 the same row builder as the real run (its numbers made up, marked "sample": true), checks it
 against the schema and renders the page's GPU rows from it. CI runs it (tests/test_gpu_check.py),
-so that this script cannot rot before a GPU is lent; see README.md, "Benchmarks".
+so that this script cannot rot on machines without a GPU; see README.md, "Benchmarks".
 """
 
 from __future__ import annotations

@@ -31,7 +31,7 @@ FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-
 # Raw TeX left in the visible text means the math was not typeset.
 RAW_TEX = re.compile(r"\\\(|\\\)|\\\[|\\\]|\$\$|\\frac|\\sqrt|\\mathbb|\\operatorname")
 
-# (page, what it must show) for the pages the issue names: home, a chapter with math, the matrix, the benchmarks.
+# (page, what it must show): home, a chapter with math, the matrix, the benchmarks.
 # The site is built with `use_directory_urls: false` (pages are page.html, so it also opens from disk).
 PAGES = {
     "home": "",
