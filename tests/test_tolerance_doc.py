@@ -59,6 +59,58 @@ def numbers_fragment() -> str:
     return "\n".join(rows) + "\n\n" + constants
 
 
+RULE_START, RULE_END = "<!-- tolerance-rule:start -->", "<!-- tolerance-rule:end -->"
+
+
+def rule_in_words() -> str:
+    """The rule as CONTRACT.md and README.md state it, from the module's constants."""
+    r = tolerance.RELATION_ULPS
+    return "\n".join([
+        f"- **float64** results must match the float64 reference to {tolerance.F64_RTOL:g} times the size of the",
+        "  values involved.",
+        "- **float32, float16 and bfloat16**: the error against the float64 reference may be at most",
+        f"  **{_num(tolerance.FACTOR)} times** the error of the plain reference algorithm run in the same dtype, plus "
+        f"**{_num(tolerance.FLOOR_ULPS)} units",
+        "  in the last place** of the size of the terms that sum to the expected output (and "
+        f"{_num(tolerance.CARRIED_ULPS)} ulp of",
+        "  LayerNorm's row mean, a value every implementation stores rounded). The allowance grows on hard",
+        "  inputs because the plain algorithm's error does; it never grows so far that an all-zero output",
+        "  or a wrong scale passes.",
+        "- **Relations** between two results of the same implementation (permuted inputs, an extra masked",
+        f"  key) may differ by {r['float32']:.3g} units in the last place in float32, {r['float16']:.3g} in float16 "
+        f"and {r['bfloat16']:.3g} in",
+        "  bfloat16, times the size of the values involved.",
+    ])
+
+
+def _block(text: str, start: str, end: str) -> str | None:
+    if start not in text or end not in text:
+        return None
+    return text.split(start, 1)[1].split(end, 1)[0].strip()
+
+
+@pytest.mark.parametrize("name", ["CONTRACT.md", "README.md"])
+def test_the_contract_and_the_readme_state_the_rule_the_module_applies(name):
+    shown = _block((ROOT / name).read_text(encoding="utf-8"), RULE_START, RULE_END)
+    assert shown is not None, f"{name} lost its {RULE_START} ... {RULE_END} block"
+    assert shown == rule_in_words(), f"{name}'s rule differs from tolerance.py's; paste:\n{rule_in_words()}"
+
+
+def test_the_precision_chapter_states_the_modules_factor_and_floor():
+    page = (ROOT / "docs" / "precision.md").read_text(encoding="utf-8")
+    factor, floor = _num(tolerance.FACTOR), _num(tolerance.FLOOR_ULPS)
+    assert rf"\;\le\; {factor}\,\lvert" in page, f"docs/precision.md's formula should use FACTOR = {factor}"
+    assert rf"\;+\; {floor}\,\text{{ulp}}" in page, f"docs/precision.md's formula should use FLOOR_ULPS = {floor}"
+
+
+def test_no_other_statement_of_the_rule_in_the_chapters_and_messages():
+    """The chapters' docstrings name the rule's parts, never other numbers for it."""
+    for path in CHAPTERS:
+        text = path.read_text(encoding="utf-8")
+        for match in re.finditer(r"(\d+(?:\.\d+)?)\s*\*\s*\|naive", text):
+            assert float(match.group(1)) == tolerance.FACTOR, f"{path.name} states a factor of {match.group(1)}"
+
+
 def _page() -> str:
     return PAGE.read_text(encoding="utf-8")
 
