@@ -2,7 +2,7 @@
 
 Caught by LN-1: with eps = 5e-2 in place of 1e-5, a row of spread 0.1 (variance 1e-2) is
 divided by sqrt(0.06) instead of sqrt(0.01): every value shrinks by more than half, far outside
-twice the naive low-precision error plus a few units in the last place of the output.
+the low-precision allowance (a small multiple of the naive low-precision error plus a few units in the last place of the output).
 Built on impls/torch_naive (correct), declaring only the low precisions, as GPU kernels do.
 """
 from impls import torch_naive
