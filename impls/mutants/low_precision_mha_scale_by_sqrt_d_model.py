@@ -1,8 +1,8 @@
 """A float16/bfloat16-only multi-head attention that scales each head's scores by 1/sqrt(D), not 1/sqrt(d_k).
 
 Caught by MHA-5: the heads' scores are too small by sqrt(H), the softmax too flat, and the output
-differs from the float64 reference by more than twice the naive low-precision error plus a few
-units in the last place of the output. Built on impls/torch_naive (correct), declaring only the
+differs from the float64 reference by more than the low-precision allowance (a small multiple of the naive low-precision error plus a few
+units in the last place of the output). Built on impls/torch_naive (correct), declaring only the
 low precisions, as GPU kernels do.
 """
 import math
