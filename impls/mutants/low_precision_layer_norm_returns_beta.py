@@ -1,7 +1,7 @@
 """A float16/bfloat16-only LayerNorm that returns beta (broadcast to x's shape) and nothing else.
 
 Caught by LN-1: the normalised term gamma (x - mean) / sqrt(var + eps) is missing; its size is
-|gamma| times a few, far outside twice the naive low-precision error plus a few units in the
+|gamma| times a few, far outside the low-precision allowance (a small multiple of the naive error) plus a few units in the
 last place of the output. Built on impls/torch_naive, declaring only the low precisions.
 """
 from impls.torch_naive import *  # noqa: F401,F403
