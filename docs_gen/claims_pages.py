@@ -11,8 +11,10 @@ from docs_gen import FRAGMENTS as FRAGMENTS_DIR
 from docs_gen import GENERATED_NOTE, write_output
 from docs_gen.bug_feedback import FEEDBACK_DIR
 from docs_gen.mathtext import plain, prose, rich
-from docs_gen.spec_source import (Chapter, Claim, Mutant, SpecTest, load_catalogue, module_doc, read_mutants,
-                                  read_tests, rel, tests_by_claim)
+from docs_gen.spec_source import SpecTest, known_bugs, module_doc, read_tests, rel, tests_by_claim
+from impls.mutants import KnownBug
+from spec_tests.harness import claims as catalogue
+from spec_tests.harness.claims import Chapter, Claim
 
 _ESCAPE = str.maketrans({**{c: "\\" + c for c in "\\`*_[]|$#"}, "<": "&lt;", ">": "&gt;"})
 
@@ -87,7 +89,7 @@ def _source_page_of(test: SpecTest) -> str:
     return f"source/{Path(test.module).stem}.md"
 
 
-def pitfalls_fragment(chapter: Chapter, claims: dict[str, Claim], mutants: list[Mutant]) -> str:
+def pitfalls_fragment(chapter: Chapter, claims: dict[str, Claim], mutants: list[KnownBug]) -> str:
     """One admonition per known bug caught by a claim of this chapter: the bug, its code, its claim."""
     out = [GENERATED_NOTE.format(source="impls/mutants/"), ""]
     mine = [m for m in mutants if m.caught_by in claims and claims[m.caught_by].chapter == chapter.id]
@@ -120,11 +122,11 @@ def readable_name(name: str) -> str:
     return words if words.startswith("d_") else words[0].upper() + words[1:]
 
 
-def bug_anchor(m: Mutant) -> str:
+def bug_anchor(m: KnownBug) -> str:
     return m.name.replace("_", "-")
 
 
-def _bug_admonition(m: Mutant, claims: dict[str, Claim], link_prefix: str, feedback: bool = False,
+def _bug_admonition(m: KnownBug, claims: dict[str, Claim], link_prefix: str, feedback: bool = False,
                     fails_table: bool = False) -> list[str]:
     """One known bug as a card: what it is, the claim that catches it and why, its code; on the bugs
     page also the failure message a learner gets for it (from a real run) and the claims it fails."""
@@ -156,8 +158,7 @@ def _bug_admonition(m: Mutant, claims: dict[str, Claim], link_prefix: str, feedb
 
 
 def _chapter_pages() -> dict[str, str]:
-    chapters, _ = load_catalogue()
-    return {c.id: c.page for c in chapters.values()}
+    return {c.id: c.page for c in catalogue.chapters().values()}
 
 
 def source_page(chapter: Chapter, claims: dict[str, Claim]) -> str:
@@ -189,10 +190,10 @@ def _claim_page(cid: str, claims: dict[str, Claim]) -> str:
     return _chapter_pages()[c.chapter] if c else "index.md"
 
 
-def bugs_page(claims: dict[str, Claim], mutants: list[Mutant]) -> str:
+def bugs_page(claims: dict[str, Claim], mutants: list[KnownBug]) -> str:
     """docs/bugs.md: the whole catalogue, grouped by the chapter whose claim catches each bug: an index
     by chapter, then one card per bug with the failure message a learner gets for it."""
-    chapters, _ = load_catalogue()
+    chapters = catalogue.chapters()
     fails = FRAGMENTS_DIR / "bugs.claims_failed.md"
     out = [GENERATED_NOTE.format(source="impls/mutants/ and runs of the suite against them"), "", "# Common bugs", ""]
     out += [f"{len(mutants)} implementations, each correct but for **one** bug of the kind learners (and",
@@ -233,9 +234,9 @@ def bugs_page(claims: dict[str, Claim], mutants: list[Mutant]) -> str:
 
 def write_all(docs: Path, fragments: Path) -> list[Path]:
     """Write every fragment and page this module owns; return their paths."""
-    chapters, claims = load_catalogue()
+    chapters, claims = catalogue.chapters(), catalogue.catalogue()
     by_claim = tests_by_claim(chapters)
-    mutants = read_mutants()
+    mutants = known_bugs()
     written = []
     for ch in chapters.values():
         written.append(_write(fragments / f"{ch.id}.claims.md", claims_fragment(ch, claims, by_claim)))

@@ -10,7 +10,7 @@ from pathlib import Path
 from docs_gen import GENERATED_NOTE
 from docs_gen.claims_pages import text
 from docs_gen.mathtext import rich_html
-from docs_gen.spec_source import load_catalogue
+from spec_tests.harness import claims as catalogue
 
 # status (report.py) -> (cell text, css class)
 CELLS = {
@@ -58,7 +58,7 @@ def cell(status: str | None) -> str:
 
 
 def render(report: dict, source: str = "a pytest --spec-report JSON", command: str | None = None) -> str:
-    chapters, claims = load_catalogue()
+    chapters, claims = catalogue.chapters(), catalogue.catalogue()
     # Implementations that ran first, then those this machine could not run (a GPU, a missing package).
     declared = report.get("implementations", {})
     impls = sorted(declared, key=lambda i: bool(declared[i].get("unavailable")))

@@ -37,36 +37,30 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from impls import mutants as known_bugs
+from spec_tests.harness import claims as catalogue
+
 ROOT = Path(__file__).resolve().parents[1]
-MUTANTS_DIR = ROOT / "impls" / "mutants"
 DATA = ROOT / "docs_gen" / "data" / "kill_rate.json"
 FRAGMENT = ROOT / "docs_gen" / "fragments" / "kill_rate.md"
 COUNTS = (1, 2, 4, 8, 16, 25)
 SAMPLES = 5
 
 
-def _chapters() -> dict[str, str]:
-    """claim ID -> chapter, from the catalogue."""
-    import tomllib
-
-    with open(ROOT / "spec_tests" / "claims.toml", "rb") as f:
-        return {c["id"]: c["chapter"] for c in tomllib.load(f)["claim"]}
-
-
 def plan(chapters: list[str] | None = None) -> dict[str, dict[str, list[str]]]:
     """chapter -> {bug: [its recorded claims in that chapter]}, for the bugs that can run here."""
-    from tests.helpers import missing_packages, mutant_claims, mutant_names, mutant_needs
+    from tests.helpers import missing_packages, mutant_needs
 
-    where = _chapters()
+    where = catalogue.catalogue()
     out: dict[str, dict[str, list[str]]] = {}
-    for name in mutant_names():
-        if missing_packages(mutant_needs(name)):
+    for bug in known_bugs.catalogue():
+        if missing_packages(mutant_needs(bug.name)):
             continue
-        for claim in mutant_claims(name):
-            chapter = where[claim]
+        for claim in bug.claims:
+            chapter = where[claim].chapter
             if chapters and chapter not in chapters:
                 continue
-            out.setdefault(chapter, {}).setdefault(name, []).append(claim)
+            out.setdefault(chapter, {}).setdefault(bug.name, []).append(claim)
     return dict(sorted(out.items()))
 
 
@@ -79,7 +73,7 @@ def run_chapter(chapter: str, bugs: dict[str, list[str]], count: int | None, see
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "docs_gen.kill_rate_pairs",
            "--no-claim-summary",
            str(ROOT / "spec_tests" / f"test_{chapter}.py"),
-           "--impl", ",".join(str(MUTANTS_DIR / f"{b}.py") for b in bugs), "--claim", ",".join(claims),
+           "--impl", ",".join(str(known_bugs.FOLDER / f"{b}.py") for b in bugs), "--claim", ",".join(claims),
            *([f"--hypothesis-seed={seed}"] if seed is not None else []), "--spec-report", str(report)]
     env = {k: v for k, v in os.environ.items()
            if k not in ("CI", "MHA_SPEC_IMPL", "MHA_SPEC_MEASUREMENTS", "MHA_SPEC_EXAMPLES")}
@@ -181,8 +175,6 @@ def chosen(needs: int | None, largest: int) -> int:
 
 
 def render(data: dict) -> str:
-    from spec_tests.harness import claims as catalogue
-
     EXAMPLES = {c.id: c.examples for c in catalogue.catalogue().values() if c.examples}
     table = summary(data)
     counts = data["counts"]

@@ -14,7 +14,7 @@ from pathlib import Path
 from docs_gen import GENERATED_NOTE
 from docs_gen.benchmarks import fmt_bytes
 from docs_gen.claims_pages import text
-from docs_gen.spec_source import Chapter, Claim
+from spec_tests.harness.claims import Chapter, Claim
 
 
 def _claim_of(stem: str, claims: dict[str, Claim]) -> str | None:

@@ -26,36 +26,44 @@ import subprocess
 import sys
 from pathlib import Path
 
+from impls import mutants as known_bugs
+from spec_tests.harness import claims as catalogue
+
 ROOT = Path(__file__).resolve().parents[1]
-MUTANTS_DIR = ROOT / "impls" / "mutants"
 FRAGMENT = ROOT / "docs_gen" / "fragments" / "bugs.claims_failed.md"
+# The committed measurement: a run's DIR/mutant_claims.json, which the bug catalogue and each claim's
+# list of the known bugs that fail it (docs_gen/claims_pages.py) are generated from.
+MEASURED = ROOT / "docs_gen" / "data" / "mutant_claims.after.json"
 
 # Bugs that corrupt every value they touch (the exception to the "few other claims" aim).
 CORRUPTS_EVERYTHING = {"nondeterministic_noise", "modifies_input_in_place"}
 
 
+def mutants_of(root: Path) -> Path:
+    return root / "impls" / "mutants"
+
+
 def mutant_names(root: Path = ROOT) -> list[str]:
-    return sorted(p.stem for p in (root / "impls" / "mutants").glob("*.py") if not p.stem.startswith("_"))
+    return known_bugs.names(mutants_of(root))
 
 
-def _claims_catalogue(root: Path) -> dict[str, str]:
-    """claim ID -> chapter, read from the catalogue of the checkout being measured."""
-    import tomllib
+def _chapter_of(root: Path) -> dict[str, str]:
+    """claim ID -> chapter, as the catalogue's reader of the checkout being measured reads it (this
+    checkout's spec_tests.harness.claims, or, for another one, its own, in a Python started there)."""
+    if root.resolve() == ROOT:
+        return {c.id: c.chapter for c in catalogue.catalogue().values()}
+    code = ("import json; from spec_tests.harness import claims; "
+            "print(json.dumps({c.id: c.chapter for c in claims.catalogue().values()}))")
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    out = subprocess.run([sys.executable, "-c", code], cwd=root, env=env, capture_output=True, text=True, check=True)
+    return json.loads(out.stdout)
 
-    with open(root / "spec_tests" / "claims.toml", "rb") as f:
-        data = tomllib.load(f)
-    return {c["id"]: c["chapter"] for c in data["claim"]}
 
-
-def _caught_by(root: Path, name: str) -> str:
-    """The CAUGHT_BY of a mutant, read from its source (no import: a torch mutant needs no torch here)."""
-    import ast
-
-    tree = ast.parse((root / "impls" / "mutants" / f"{name}.py").read_text())
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "CAUGHT_BY" for t in node.targets):
-            return ast.literal_eval(node.value)
-    return ""
+def measured_failures(path: Path = MEASURED) -> dict[str, list[str]]:
+    """known bug -> the claims it failed in the measurement at `path` ({} when there is none)."""
+    if not path.exists():
+        return {}
+    return {name: r["failed"] for name, r in json.loads(path.read_text(encoding="utf-8"))["mutants"].items()}
 
 
 def run_batches(root: Path, names: list[str], out: Path, batch: int, extra: list[str]) -> None:
@@ -69,7 +77,7 @@ def run_batches(root: Path, names: list[str], out: Path, batch: int, extra: list
         report = out / f"report-{group[0]}.json"
         if report.exists():
             continue
-        impls = ",".join(str(root / "impls" / "mutants" / f"{n}.py") for n in group)
+        impls = ",".join(str(mutants_of(root) / f"{n}.py") for n in group)
         cmd = ["nice", "-n", "10", sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q",
                "--no-claim-summary", "--impl", impls, "--spec-report", str(report), *extra]
         print(f"[{i + len(group)}/{len(names)}] {' '.join(group)}", flush=True)
@@ -79,7 +87,7 @@ def run_batches(root: Path, names: list[str], out: Path, batch: int, extra: list
 
 def collect(root: Path, out: Path) -> dict:
     """Per mutant: its claim, its chapter, the claims it fails, and those outside its chapter."""
-    chapter_of = _claims_catalogue(root)
+    chapter_of = _chapter_of(root)
     failed: dict[str, set[str]] = {}
     for report in sorted(out.glob("report-*.json")):
         data = json.loads(report.read_text())
@@ -101,7 +109,7 @@ def collect(root: Path, out: Path) -> dict:
     for name in mutant_names(root):
         if name not in failed:
             continue
-        own = _caught_by(root, name)
+        own = known_bugs.read(name, mutants_of(root)).caught_by
         chapter = chapter_of.get(own, "")
         claims = sorted(failed[name], key=_claim_key)
         outside = [c for c in claims if chapter_of.get(c) != chapter]

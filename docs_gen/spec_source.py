@@ -1,50 +1,20 @@
-"""What the specification says about itself, read statically: chapters, claims, tests, known bugs.
+"""What the chapter modules say about themselves, read statically: their tests, claim markers and lines.
 
-Nothing is imported from the test modules or the mutants: their files are parsed with `ast`,
-so that a chapter being written (or a mutant that needs a missing package) cannot break the docs.
+Nothing is imported from the test modules: their files are parsed with `ast`, so that a chapter being
+written cannot break the docs. The chapters and claims come from the catalogue's own reader
+(spec_tests/harness/claims.py), the known bugs from theirs (impls/mutants/__init__.py).
 """
 
 from __future__ import annotations
 
 import ast
-import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from docs_gen import ROOT
-
-SPEC_DIR = ROOT / "spec_tests"
-MUTANTS_DIR = ROOT / "impls" / "mutants"
-
-
-@dataclass(frozen=True)
-class Chapter:
-    id: str
-    title: str
-    page: str  # docs page, e.g. "sdpa.md"
-    module: str  # test module, e.g. "test_sdpa.py"
-
-    @property
-    def path(self) -> Path:
-        return SPEC_DIR / self.module
-
-    @property
-    def source_page(self) -> str:
-        """The generated page showing this chapter's tests, relative to docs/."""
-        return f"source/{Path(self.module).stem}.md"
-
-
-@dataclass(frozen=True)
-class Claim:
-    id: str
-    chapter: str
-    summary: str
-    statement: str
-    source: str
-
-    @property
-    def anchor(self) -> str:
-        return self.id.lower()  # the anchor spec_tests/harness/claims.py links failures to
+from impls import mutants
+from impls.mutants import KnownBug
+from spec_tests.harness.claims import Chapter
 
 
 @dataclass
@@ -59,27 +29,6 @@ class SpecTest:
     @property
     def anchor(self) -> str:
         return self.name.replace("::", "-").lower()
-
-
-@dataclass
-class Mutant:
-    name: str
-    bug: str
-    caught_by: str
-    doc: str
-    path: Path
-    spans: list[tuple[str, int, int]] = field(default_factory=list)  # (function, first line, last line) with a BUG
-
-
-def load_catalogue() -> tuple[dict[str, Chapter], dict[str, Claim]]:
-    with open(SPEC_DIR / "claims.toml", "rb") as f:
-        data = tomllib.load(f)
-    chapters = {c["id"]: Chapter(c["id"], c["title"], c["page"], c["module"]) for c in data["chapter"]}
-    claims = {
-        c["id"]: Claim(c["id"], c["chapter"], c["summary"], c.get("statement", c["summary"]), c.get("source", ""))
-        for c in data["claim"]
-    }
-    return chapters, claims
 
 
 def _claim_ids(decorators: list[ast.expr]) -> list[str]:
@@ -141,36 +90,12 @@ def tests_by_claim(chapters: dict[str, Chapter]) -> dict[str, list[SpecTest]]:
     return out
 
 
-def read_mutants() -> list[Mutant]:
-    """The known-bug catalogue (impls/mutants/*.py): BUG, CAUGHT_BY, docstring, and the buggy code's lines."""
-    found = []
-    for path in sorted(MUTANTS_DIR.glob("*.py")):
-        if path.stem.startswith("_"):
-            continue
-        text = path.read_text(encoding="utf-8")
-        tree = ast.parse(text)
-        values = {}
-        for node in tree.body:
-            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-                if node.targets[0].id in ("BUG", "CAUGHT_BY"):
-                    values[node.targets[0].id] = ast.literal_eval(node.value)
-        if "BUG" not in values or "CAUGHT_BY" not in values:
-            continue
-        lines = text.splitlines()
-        spans = []
-        for node in tree.body:  # the functions the mutant replaces: those whose lines say BUG
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                start = min([node.lineno] + [d.lineno for d in node.decorator_list])
-                if any("BUG" in line for line in lines[start - 1: node.end_lineno]):
-                    spans.append((node.name, start, node.end_lineno))
-        if not spans:  # no line says BUG: show every function the mutant defines
-            spans = [(n.name, min([n.lineno] + [d.lineno for d in n.decorator_list]), n.end_lineno)
-                     for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
-        found.append(Mutant(path.stem, " ".join(str(values["BUG"]).split()), str(values["CAUGHT_BY"]),
-                            ast.get_docstring(tree) or "", path, spans))
-    return found
-
-
 def rel(path: Path) -> str:
     """A path as the snippets extension wants it: relative to the repository root, with slashes."""
     return path.resolve().relative_to(ROOT).as_posix()
+
+
+def known_bugs() -> list[KnownBug]:
+    """The known bugs the docs show: those of the catalogue (impls/mutants/, read by its own reader)
+    that say what their bug is and which claim catches it."""
+    return [b for b in mutants.catalogue() if b.bug and b.caught_by]

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from impls import mutants as known_bugs
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -24,33 +26,24 @@ def run_suite(*args: str, cwd: Path = ROOT, report: Path | None = None, timeout:
     return proc.returncode, proc.stdout + proc.stderr, data
 
 
-MUTANTS_DIR = ROOT / "impls" / "mutants"
+MUTANTS_DIR = known_bugs.FOLDER
 
 
 def mutant_names() -> list[str]:
-    return sorted(p.stem for p in MUTANTS_DIR.glob("*.py") if not p.stem.startswith("_"))
+    return known_bugs.names()
 
 
 def mutant_attributes(name: str) -> dict:
-    """A mutant's literal module attributes (BUG, CAUGHT_BY, DTYPES, ...) and docstring, read without
-    importing it: collecting the meta tests must not need torch, which a few mutants import."""
-    import ast
-
-    tree = ast.parse((MUTANTS_DIR / f"{name}.py").read_text(encoding="utf-8"))
-    values: dict = {"__doc__": ast.get_docstring(tree)}
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-            try:
-                values[node.targets[0].id] = ast.literal_eval(node.value)
-            except ValueError:
-                continue
-    return values
+    """A mutant's literal module attributes (BUG, CAUGHT_BY, DTYPES, ...) and docstring, as the catalogue's
+    reader (impls/mutants/__init__.py) reads them, without importing the mutant: collecting the meta tests
+    must not need torch, which a few mutants import."""
+    bug = known_bugs.read(name)
+    return {"__doc__": bug.doc or None, **bug.attributes}
 
 
 def mutant_claims(name: str) -> list[str]:
     """The claims a mutant is recorded to fail: CAUGHT_BY, then ALSO_CAUGHT_BY."""
-    attrs = mutant_attributes(name)
-    return list(dict.fromkeys((attrs["CAUGHT_BY"], *attrs.get("ALSO_CAUGHT_BY", ()))))
+    return known_bugs.read(name).claims
 
 
 def mutant_needs(name: str) -> list[str]:

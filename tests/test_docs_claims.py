@@ -32,13 +32,12 @@ def _nav_pages() -> set[str]:
 
 @cache
 def _fragment(chapter_id: str) -> str:
-    chapters, catalogue = spec_source.load_catalogue()
-    return docs_gen.claims_fragment(chapters[chapter_id], catalogue, _tests_by_claim())
+    return docs_gen.claims_fragment(claims.chapters()[chapter_id], claims.catalogue(), _tests_by_claim())
 
 
 @cache
 def _tests_by_claim():
-    return spec_source.tests_by_claim(spec_source.load_catalogue()[0])
+    return spec_source.tests_by_claim(claims.chapters())
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS)
@@ -65,8 +64,7 @@ def test_every_claim_with_a_test_is_listed_with_its_tests_linked(chapter):
             if claims.get(cid).chapter == chapter:
                 wanted.setdefault(cid, []).append(test)
     stem = module.removesuffix(".py")
-    chapters, catalogue = spec_source.load_catalogue()
-    source = docs_gen.source_page(chapters[chapter], catalogue)
+    source = docs_gen.source_page(claims.chapters()[chapter], claims.catalogue())
     for cid, tests in wanted.items():
         assert f"{{ #{cid.lower()} }}" in fragment, f"{cid} is missing from the docs of chapter {chapter}"
         for test in tests:

@@ -101,14 +101,13 @@ def test_benchmark_page_tables_and_plots(tmp_path):
 
 def test_measurements_fragment_summarises_and_folds_the_figures(tmp_path):
     measurements = pytest.importorskip("docs_gen.measurements")
-    from docs_gen import spec_source
 
     figures = {"impl": "mine", "dtype": "float32",
                "chunked": {"L": [256, 512], "peak_bytes": [1024, 2048], "growth_exponent": 1.0},
                "naive_control": {"L": [128, 256], "peak_bytes": [4096, 16384], "growth_exponent": 2.0}}
     (tmp_path / "EFF-2-mine-float32.json").write_text(__import__("json").dumps(figures))
     (tmp_path / "SDPA-1-other.json").write_text("{}")  # another chapter's: not on this page
-    chapters, catalogue = spec_source.load_catalogue()
+    chapters, catalogue = claims.chapters(), claims.catalogue()
     page = measurements.fragment(chapters["efficient"], catalogue, tmp_path, "2026-01-01")
     assert "| [EFF-2](#eff-2) | `mine-float32` | growth exponent 1.0 | growth exponent 2.0 |" in page, page
     assert '??? info "EFF-2: mine-float32"' in page and "    | 512 | 2 KiB |" in page

@@ -3,16 +3,19 @@ and by the further claims it records (ALSO_CAUGHT_BY), and the correct base they
 every claim. Each mutant is graded once per session (conftest.py's `mutant_grades`, shared with
 test_grading.py, which checks that its feedback names the bug); this module reads that grade.
 
-The mutants are read statically (helpers.mutant_attributes) so that collecting these tests needs no
-torch: a mutant that imports torch is skipped as unavailable where torch is missing, with the reason.
+The mutants are read statically (by the catalogue's one reader, impls/mutants/__init__.py) so that
+collecting these tests needs no torch: a mutant that imports torch is skipped as unavailable where
+torch is missing, with the reason.
 """
+
+from functools import cache
 
 import pytest
 
-from tests.helpers import (MUTANTS_DIR, missing_packages, mutant_attributes, mutant_claims, mutant_names,
-                                     mutant_needs, run_suite)
+from impls import mutants as known_bugs
+from tests.helpers import MUTANTS_DIR, missing_packages, mutant_needs, run_suite
 
-MUTANTS = mutant_names()
+MUTANTS = known_bugs.names()
 
 
 def test_the_catalogue_holds_at_least_twenty_bugs():
@@ -23,19 +26,20 @@ def test_the_catalogue_holds_at_least_twenty_bugs():
 def test_each_mutant_documents_its_bug_and_claim(name):
     from spec_tests.harness import claims
 
-    attrs = mutant_attributes(name)
-    doc, bug, caught_by = attrs.get("__doc__"), attrs.get("BUG"), attrs.get("CAUGHT_BY")
+    known = known_bugs.read(name)
+    doc, bug, caught_by = known.doc, known.attributes.get("BUG"), known.attributes.get("CAUGHT_BY")
     assert doc and bug and caught_by in claims.catalogue(), name
     assert caught_by in doc, f"{name}'s docstring should name {caught_by}"
-    also = attrs.get("ALSO_CAUGHT_BY", ())  # further claims the bug fails, checked like CAUGHT_BY
+    also = known.attributes.get("ALSO_CAUGHT_BY", ())  # further claims the bug fails, checked like CAUGHT_BY
     assert isinstance(also, tuple) and set(also) <= set(claims.catalogue()), (name, also)
 
 
+@cache
 def _by_claim() -> dict[str, list[str]]:
     groups: dict[str, list[str]] = {}
-    for name in MUTANTS:
-        for claim_id in mutant_claims(name):
-            groups.setdefault(claim_id, []).append(name)
+    for known in known_bugs.catalogue():
+        for claim_id in known.claims:
+            groups.setdefault(claim_id, []).append(known.name)
     return groups
 
 
@@ -80,7 +84,7 @@ def test_each_mutant_is_caught_by_its_claim(claim_id, mutant_grades):
         if status not in ("failed", "partly passed"):
             missed[name] = status
             logs.append((out / "feedback.md").read_text()[-2000:])
-    bugs = {n: mutant_attributes(n)["BUG"] for n in missed}
+    bugs = {n: known_bugs.read(n).bug for n in missed}
     assert not missed, f"mutants not caught by {claim_id}: {missed}\n{bugs}\n" + "\n".join(logs)
 
 

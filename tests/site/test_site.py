@@ -22,6 +22,8 @@ from pathlib import Path
 
 import pytest
 
+from spec_tests.harness import claims
+
 ROOT = Path(__file__).resolve().parents[2]
 SITE = Path(os.environ.get("MHA_SPEC_SITE", ROOT / "site"))
 SHOTS = ROOT / ".artifacts" / "screenshots"
@@ -33,6 +35,9 @@ RAW_TEX = re.compile(r"\\\(|\\\)|\\\[|\\\]|\$\$|\\frac|\\sqrt|\\mathbb|\\operato
 
 # (page, what it must show): home, a chapter with math, the matrix, the benchmarks.
 # The site is built with `use_directory_urls: false` (pages are page.html, so it also opens from disk).
+# Each chapter's page, without its .md: "sdpa".
+CHAPTERS = [c.page.removesuffix(".md") for c in claims.chapters().values()]
+
 PAGES = {
     "home": "",
     "chapter": "sdpa.html",
@@ -186,14 +191,7 @@ def test_the_page_shows_what_it_is_for(visit):
 # Every chapter teaches by showing: a figure, a worked example with its output, and exercises that
 # name the claims checking them, each with its command and a collapsed hint.
 
-def _chapter_pages() -> list[str]:
-    import tomllib
-
-    with open(ROOT / "spec_tests" / "claims.toml", "rb") as f:
-        return [c["page"].removesuffix(".md") for c in tomllib.load(f)["chapter"]]
-
-
-@pytest.fixture(params=_chapter_pages(), scope="module")
+@pytest.fixture(params=CHAPTERS, scope="module")
 def chapter(request, browser, server):
     """The chapter at a desktop width, its math typeset (or given up on after 15 s), opened once for
     every test of it; its screenshot is .artifacts/screenshots/toc-CHAPTER.png."""
@@ -259,14 +257,6 @@ def test_each_chapter_has_exercises_with_commands_and_hints(chapter):
 # table of contents), no raw TeX or stray backticks left in the text, and nothing wider than the
 # screen (wide equations and tables scroll inside their own box).
 
-def _catalogue():
-    import tomllib
-
-    with open(ROOT / "spec_tests" / "claims.toml", "rb") as f:
-        return tomllib.load(f)
-
-
-CHAPTERS = [c["page"].removesuffix(".md") for c in _catalogue()["chapter"]]
 PHONE = {"width": 390, "height": 844}
 STRAY_BACKTICK = re.compile(r"`")
 
@@ -301,7 +291,8 @@ def _math_claims(chapter: str) -> list[str]:
     """The IDs of this chapter's claims whose summary holds math (docs_gen typesets it in the heading)."""
     from docs_gen.mathtext import rich
 
-    return [c["id"] for c in _catalogue()["claim"] if c["chapter"] == chapter and "$" in rich(c["summary"])]
+    return [c.id for c in claims.catalogue().values() if claims.chapters()[c.chapter].page == chapter + ".md"
+            and "$" in rich(c.summary)]
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS)
