@@ -11,6 +11,7 @@ from docs_gen import FRAGMENTS as FRAGMENTS_DIR
 from docs_gen import GENERATED_NOTE, write_output
 from docs_gen.bug_feedback import FEEDBACK_DIR
 from docs_gen.mathtext import plain, prose, rich
+from docs_gen.mutant_claims import MEASURED, measured_failures
 from docs_gen.spec_source import SpecTest, known_bugs, module_doc, read_tests, rel, tests_by_claim
 from impls.mutants import KnownBug
 from spec_tests.harness import claims as catalogue
@@ -59,9 +60,59 @@ def source_words(source: str, prefix: str = "") -> str:
     return "".join(out).replace(" ; ", "; ")
 
 
-def claims_fragment(chapter: Chapter, claims: dict[str, Claim], by_claim: dict[str, list[SpecTest]]) -> str:
-    """The chapter's claims: ID (the anchor failures link to), statement, source, and the tests, linked."""
-    out = [GENERATED_NOTE.format(source=f"spec_tests/claims.toml and spec_tests/{chapter.module}"), ""]
+# How a known bug fails a claim, in the order its claim's section lists them: filed under it (CAUGHT_BY),
+# recorded to fail it too (ALSO_CAUGHT_BY; tests/test_mutants.py checks both by running the bug), or seen
+# failing it in the measured run of the whole suite behind the bug catalogue's table (MEASURED).
+CAUGHT, RECORDED, SEEN = "caught", "recorded", "measured"
+ROLES = (CAUGHT, RECORDED, SEEN)
+
+
+def failing_bugs(mutants: list[KnownBug] | None = None,
+                 measured: dict[str, list[str]] | None = None) -> dict[str, list[tuple[KnownBug, str]]]:
+    """claim ID -> every known bug recorded or measured to fail it, with how: the one filed under it
+    first, then those recorded to fail it too, then those only measured failing it; catalogue order within."""
+    mutants = known_bugs() if mutants is None else mutants
+    measured = measured_failures() if measured is None else measured
+    out: dict[str, list[tuple[KnownBug, str]]] = {}
+    for m in mutants:
+        for cid in m.claims:
+            out.setdefault(cid, []).append((m, CAUGHT if cid == m.caught_by else RECORDED))
+        for cid in measured.get(m.name, ()):
+            if cid not in m.claims:
+                out.setdefault(cid, []).append((m, SEEN))
+    return {cid: sorted(found, key=lambda f: ROLES.index(f[1])) for cid, found in out.items()}
+
+
+def _claim_link(cid: str, claims: dict[str, Claim], prefix: str = "") -> str:
+    c = claims.get(cid)
+    return f"[{cid}]({prefix}{_chapter_pages()[c.chapter]}#{c.anchor})" if c else cid
+
+
+def _failing_bugs_lines(cid: str, claims: dict[str, Claim], found: list[tuple[KnownBug, str]]) -> list[str]:
+    """A claim's known bugs, each linked to its card on the Common bugs page."""
+    if not found:
+        return []
+    out = ["", "*Known bugs that fail it* (each links to its card on [Common bugs](bugs.md)):", ""]
+    for m, role in found:
+        card = f"[{readable_name(m.name)}](bugs.md#{bug_anchor(m)})"
+        if role == CAUGHT:
+            out.append(f"- {card}: caught by this claim.")
+        else:
+            out.append(f"- {card}, filed under {_claim_link(m.caught_by, claims)}: also fails this claim"
+                       + (" (measured)." if role == SEEN else "."))
+    if any(role == SEEN for _, role in found):
+        out += ["", "*(measured)*: seen failing it when the whole suite was run against every known bug "
+                    "([the table](bugs.md#claims-each-bug-fails))."]
+    return out
+
+
+def claims_fragment(chapter: Chapter, claims: dict[str, Claim], by_claim: dict[str, list[SpecTest]],
+                    bugs: dict[str, list[tuple[KnownBug, str]]] | None = None) -> str:
+    """The chapter's claims: ID (the anchor failures link to), statement, source, the tests, linked, and
+    the known bugs that fail it (`bugs`, from failing_bugs(); by default the catalogue's)."""
+    bugs = failing_bugs() if bugs is None else bugs
+    out = [GENERATED_NOTE.format(source=f"spec_tests/claims.toml, spec_tests/{chapter.module}, impls/mutants/ "
+                                        f"and {rel(MEASURED)}"), ""]
     mine = [c for c in claims.values() if c.chapter == chapter.id]
     if not chapter.path.exists():
         out += [f'!!! info "Chapter being written"',
@@ -81,6 +132,7 @@ def claims_fragment(chapter: Chapter, claims: dict[str, Claim], by_claim: dict[s
             out += ["", "!!! warning \"Not yet enforced\"",
                     f"    No test carries `@claim(\"{c.id}\")` yet. Until one does, this claim is a statement,",
                     "    not a check, and the conformance matrix has no row for it."]
+        out += _failing_bugs_lines(c.id, claims, bugs.get(c.id, []))
         out.append("")
     return "\n".join(out).rstrip() + "\n"
 
@@ -130,8 +182,10 @@ def _bug_admonition(m: KnownBug, claims: dict[str, Claim], link_prefix: str, fee
                     fails_table: bool = False) -> list[str]:
     """One known bug as a card: what it is, the claim that catches it and why, its code; on the bugs
     page also the failure message a learner gets for it (from a real run) and the claims it fails."""
-    claim = claims.get(m.caught_by)
-    where = f"[{m.caught_by}]({link_prefix}{_chapter_pages()[claim.chapter]}#{claim.anchor})" if claim else m.caught_by
+    where = _claim_link(m.caught_by, claims, link_prefix)
+    also = [_claim_link(cid, claims, link_prefix) for cid in m.claims if cid != m.caught_by]
+    if also:
+        where += ", and also fails " + ", ".join(also)
     lines = [f'!!! bug "{readable_name(m.name)}"', ""]
     lines += [f"    **The bug:** {prose(m.bug)}.", "", f"    **Caught by** {where} (`impls/mutants/{m.name}.py`).", ""]
     if m.doc:  # its first paragraph says what BUG says; the rest says why the claim catches it
@@ -237,9 +291,10 @@ def write_all(docs: Path, fragments: Path) -> list[Path]:
     chapters, claims = catalogue.chapters(), catalogue.catalogue()
     by_claim = tests_by_claim(chapters)
     mutants = known_bugs()
+    bugs = failing_bugs(mutants)
     written = []
     for ch in chapters.values():
-        written.append(_write(fragments / f"{ch.id}.claims.md", claims_fragment(ch, claims, by_claim)))
+        written.append(_write(fragments / f"{ch.id}.claims.md", claims_fragment(ch, claims, by_claim, bugs)))
         written.append(_write(fragments / f"{ch.id}.pitfalls.md", pitfalls_fragment(ch, claims, mutants)))
         written.append(_write(docs / ch.source_page, source_page(ch, claims)))
     written.append(_write(docs / "bugs.md", bugs_page(claims, mutants)))

@@ -81,3 +81,40 @@ def test_the_catalogue_claims_without_tests_are_marked_as_such():
         section = fragment.split(f"{{ #{cid.lower()} }}", 1)[1].split("\n### ", 1)[0]
         assert ("Not yet enforced" in section) == (cid not in tested), (
             f"{cid}: the docs say it is {'not ' if cid not in tested else ''}enforced, the suite disagrees")
+
+
+def _section(cid: str) -> str:
+    fragment = _fragment(claims.get(cid).chapter)
+    return fragment.split(f"{{ #{cid.lower()} }}", 1)[1].split("\n### ", 1)[0]
+
+
+def test_every_known_bug_is_listed_under_each_claim_it_is_recorded_to_fail():
+    """A claim's section lists each known bug recorded to fail it (CAUGHT_BY and ALSO_CAUGHT_BY), linked to
+    its card on the Common bugs page, and says which one is filed under it; the card's anchor exists."""
+    from impls import mutants as known_bugs
+
+    bugs_page = (DOCS / "bugs.md").read_text()
+    for bug in known_bugs.catalogue():
+        anchor = bug.name.replace("_", "-")
+        assert f"{{ #{anchor} }}" in bugs_page, f"docs/bugs.md has no card for {bug.name}"
+        for cid in bug.claims:
+            lines = [ln for ln in _section(cid).splitlines() if f"(bugs.md#{anchor})" in ln]
+            assert lines, f"{bug.name} fails {cid} (impls/mutants/{bug.name}.py) but {cid}'s section does not list it"
+            own = "caught by this claim" in lines[0]
+            assert own == (cid == bug.caught_by), (bug.name, cid, lines[0])
+
+
+def test_the_bugs_measured_failing_a_claim_are_listed_under_it_too():
+    """Each (known bug, claim) of the committed whole-suite measurement (docs_gen/data/mutant_claims.after.json)
+    is listed in the claim's section, marked *(measured)* when the bug's file does not record it: SDPA-1,
+    say, is no bug's CAUGHT_BY, yet no_score_scaling records it and softmax_over_query_axis was seen failing it."""
+    from docs_gen.mutant_claims import measured_failures
+    from impls import mutants as known_bugs
+
+    measured = measured_failures()
+    for bug in known_bugs.catalogue():
+        anchor = bug.name.replace("_", "-")
+        for cid in measured.get(bug.name, []):
+            lines = [ln for ln in _section(cid).splitlines() if f"(bugs.md#{anchor})" in ln]
+            assert lines, f"{bug.name} failed {cid} in the measured run but {cid}'s section does not list it"
+            assert ("(measured)" in lines[0]) == (cid not in bug.claims), (bug.name, cid, lines[0])
