@@ -371,23 +371,8 @@ def _chapter_line(grade: Grade, chapter: str, title: str, got: float, most: floa
     return f"### {title}"
 
 
-PLAIN = ((re.compile(r"\bthe float64 oracle\b"), "the float64 reference"), (re.compile(r"\boracle\b"), "reference"),
-         (re.compile(r"\bmutants?\b"), "known bug"))
-
-
-def plain(text: str) -> str:
-    """A learner's words: the suite's internal names for things replaced by what they mean."""
-    for pattern, words in PLAIN:
-        text = pattern.sub(words, text)
-    return text
-
-
 def markdown(grade: Grade) -> str:
     """The student's feedback (also results.json's top-level output)."""
-    return plain(_markdown(grade))
-
-
-def _markdown(grade: Grade) -> str:
     lines = [f"# Feedback for {grade.run.name}", ""] + summary_lines(grade) + [""]
     found = causes(grade)
     if found:
@@ -448,8 +433,8 @@ def claim_section(grade: Grade, c: ClaimGrade) -> list[str]:
 
 
 def claim_output(grade: Grade, c: ClaimGrade) -> str:
-    """Gradescope's per-test output for one claim (Markdown), in a learner's words."""
-    return plain("\n".join(claim_section(grade, c)))
+    """Gradescope's per-test output for one claim (Markdown)."""
+    return "\n".join(claim_section(grade, c))
 
 
 def claim_text(grade: Grade, c: ClaimGrade) -> str:

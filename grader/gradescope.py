@@ -45,7 +45,7 @@ def results(grade: Grade, extra: dict | None = None) -> dict:
         chapter = c.item.chapter
         numbers[chapter] = numbers.get(chapter, 0) + 1
         tests.append({
-            "name": feedback.plain(f"{c.item.claim}: {c.claim.summary}"),
+            "name": f"{c.item.claim}: {c.claim.summary}",
             "number": f"{chapter_order.index(chapter) + 1}.{numbers[chapter]}",
             "score": c.score,
             "max_score": c.max_score,
