@@ -194,23 +194,45 @@ def overload_warning(data: dict) -> list[str]:
 
 def render(data: dict, assets: Path, assets_rel: str, source: str, command: str | None = None,
            gpu: dict | None = None) -> str:
+    out = [GENERATED_NOTE.format(source=source), "", "# Benchmarks", ""] + INTRO
+    out += run_summary(data, command) + overload_warning(data)
+    configs = points_by_config(data)
+    if not configs:
+        out += ["No benchmark in this file carries the `extra_info` the tables need.", ""]
+    by_op: dict[str, list[tuple]] = defaultdict(list)
+    for key in configs:
+        by_op[key[0]].append(key)
+    for op, keys in by_op.items():
+        out += [f"## {OPS.get(op, op)}", ""]
+        base, base_what = BASELINES.get(op, (None, None))
+        if base:
+            out += [f"Baseline: `{base}`, {base_what}.", ""]
+        for key in keys:
+            out += config_section(key, configs[key], base, assets, assets_rel)
+    out += gpu_section(gpu)
+    return "\n".join(out).rstrip() + "\n"
+
+
+INTRO = ["Speed and memory are measured here, not asserted in the tests.",
+         "Each time is the fastest of pytest-benchmark's rounds: on a shared machine other work only ever",
+         "slows a round down, so the fastest is the least disturbed. GFLOP/s counts the forward pass's",
+         "floating-point operations (for attention `4·B·H·L_q·L_k·d`, halved for causal) over that time;",
+         "peak memory is the extra memory the call allocated at its peak, as the benchmark measured it.",
+         "Plots are log-log: a line of slope 2 grows as L², of slope 1 as L. The fitted exponent is the",
+         "least-squares slope over all sizes measured, so fixed overheads at small sizes pull it below",
+         "the asymptotic one.", "",
+         "Timings from a shared machine are noisy, and differ from run to run: compare implementations",
+         "within one run, by the ratio columns. Each table names its baseline, PyTorch's own function;",
+         "*speed* is the baseline's time over the implementation's at the same size (above 1: faster",
+         "than the baseline), *memory* the implementation's peak over the baseline's (below 1: less).", ""]
+
+
+def run_summary(data: dict, command: str | None) -> list[str]:
+    """The "This run" box: date, commit, machine, load, command, versions, threads, memory method."""
     machine = data.get("machine_info", {})
     cpu = machine.get("cpu", {})
     commit = data.get("commit_info", {})
-    out = [GENERATED_NOTE.format(source=source), "", "# Benchmarks", ""]
-    out += ["Speed and memory are measured here, not asserted in the tests.",
-            "Each time is the fastest of pytest-benchmark's rounds: on a shared machine other work only ever",
-            "slows a round down, so the fastest is the least disturbed. GFLOP/s counts the forward pass's",
-            "floating-point operations (for attention `4·B·H·L_q·L_k·d`, halved for causal) over that time;",
-            "peak memory is the extra memory the call allocated at its peak, as the benchmark measured it.",
-            "Plots are log-log: a line of slope 2 grows as L², of slope 1 as L. The fitted exponent is the",
-            "least-squares slope over all sizes measured, so fixed overheads at small sizes pull it below",
-            "the asymptotic one.", "",
-            "Timings from a shared machine are noisy, and differ from run to run: compare implementations",
-            "within one run, by the ratio columns. Each table names its baseline, PyTorch's own function;",
-            "*speed* is the baseline's time over the implementation's at the same size (above 1: faster",
-            "than the baseline), *memory* the implementation's peak over the baseline's (below 1: less).", ""]
-    out += ['!!! abstract "This run"', ""]
+    out = ['!!! abstract "This run"', ""]
     out.append(f"    - **Date:** {data.get('datetime', '?')}")
     if commit.get("id"):
         out.append(f"    - **Commit:** `{commit['id'][:12]}`" + (" (with uncommitted changes)" if commit.get("dirty") else ""))
@@ -231,53 +253,51 @@ def render(data: dict, assets: Path, assets_rel: str, source: str, command: str 
         out.append(f"    - **Threads:** {', '.join(threads)}")
     if methods:
         out.append(f"    - **Peak memory measured by:** {text('; '.join(methods))}")
-    out.append("")
-    out += overload_warning(data)
-    configs = points_by_config(data)
-    if not configs:
-        out += ["No benchmark in this file carries the `extra_info` the tables need.", ""]
-    by_op: dict[str, list[tuple]] = defaultdict(list)
-    for key in configs:
-        by_op[key[0]].append(key)
-    for op, keys in by_op.items():
-        out += [f"## {OPS.get(op, op)}", ""]
-        base, base_what = BASELINES.get(op, (None, None))
-        if base:
-            out += [f"Baseline: `{base}`, {base_what}.", ""]
-        for key in keys:
-            axis = key[4]
-            points = configs[key]
-            title = f"{OPS.get(op, op)}: {_config_title(key)}"
-            out += [f"### {_config_title(key)}", ""]
-            slug = _slug(key)
-            for metric in ("time", "memory"):
-                name = f"{slug}-{metric}.svg"
-                if plot(points, metric, title, assets / name, axis):
-                    what = "time" if metric == "time" else "peak memory"
-                    out += [f"![{what} against {axis}, log-log: {text(title)}]({assets_rel}/{name})", ""]
-            sizes_name = "lengths" if axis == "L" else "widths"
-            out += [f"| implementation | time exponent | memory exponent | {sizes_name} |", "| --- | --- | --- | --- |"]
-            for impl, ps in _series(points).items():
-                t = fit_exponent([p.L for p in ps], [p.median for p in ps])
-                m = fit_exponent([p.L for p in ps], [p.peak_bytes for p in ps])
-                Ls = sorted({p.L for p in ps})
-                out.append(f"| `{impl}` | {_exp(t, axis)} | {_exp(m, axis)} | {Ls[0]}..{Ls[-1]} ({len(Ls)}) |")
-            baseline = {p.L: p for p in points if p.impl == base}
-            base_col = f"`{base}`" if base else "baseline"
-            out += ["", f"| {axis} | implementation | time | GFLOP/s | speed vs {base_col} | peak memory | "
-                        f"memory vs {base_col} | rounds |",
-                    "| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
-            for p in sorted(points, key=lambda p: (p.L, p.impl)):
-                g = f"{p.gflops:.3g}" if p.gflops is not None and math.isfinite(p.gflops) else "-"
-                b = baseline.get(p.L)
-                speed = b.median / p.median if b is not None and p.median > 0 else None
-                mem = (p.peak_bytes / b.peak_bytes if b is not None and p.peak_bytes is not None and b.peak_bytes
-                       else None)
-                out.append(f"| {p.L} | `{p.impl}` | {fmt_time(p.median)} | {g} | {_ratio(speed)} | "
-                           f"{fmt_bytes(p.peak_bytes)} | {_ratio(mem)} | {p.rounds} |")
-            out.append("")
-    out += gpu_section(gpu)
-    return "\n".join(out).rstrip() + "\n"
+    return out + [""]
+
+
+def config_section(key: tuple, points: list[Point], base: str | None, assets: Path, assets_rel: str) -> list[str]:
+    """One configuration (op, dtype, causal, device, fixed shape): its two plots, its exponents, its timings."""
+    op, axis = key[0], key[4]
+    title = f"{OPS.get(op, op)}: {_config_title(key)}"
+    out = [f"### {_config_title(key)}", ""]
+    slug = _slug(key)
+    for metric in ("time", "memory"):
+        name = f"{slug}-{metric}.svg"
+        if plot(points, metric, title, assets / name, axis):
+            what = "time" if metric == "time" else "peak memory"
+            out += [f"![{what} against {axis}, log-log: {text(title)}]({assets_rel}/{name})", ""]
+    return out + exponent_table(points, axis) + [""] + timing_table(points, axis, base)
+
+
+def exponent_table(points: list[Point], axis: str) -> list[str]:
+    """Each implementation's fitted time and memory exponents over the sizes it was measured at."""
+    sizes_name = "lengths" if axis == "L" else "widths"
+    out = [f"| implementation | time exponent | memory exponent | {sizes_name} |", "| --- | --- | --- | --- |"]
+    for impl, ps in _series(points).items():
+        t = fit_exponent([p.L for p in ps], [p.median for p in ps])
+        m = fit_exponent([p.L for p in ps], [p.peak_bytes for p in ps])
+        Ls = sorted({p.L for p in ps})
+        out.append(f"| `{impl}` | {_exp(t, axis)} | {_exp(m, axis)} | {Ls[0]}..{Ls[-1]} ({len(Ls)}) |")
+    return out
+
+
+def timing_table(points: list[Point], axis: str, base: str | None) -> list[str]:
+    """One row per (size, implementation): time, GFLOP/s, peak memory, and both against the baseline's."""
+    baseline = {p.L: p for p in points if p.impl == base}
+    base_col = f"`{base}`" if base else "baseline"
+    out = [f"| {axis} | implementation | time | GFLOP/s | speed vs {base_col} | peak memory | "
+           f"memory vs {base_col} | rounds |",
+           "| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for p in sorted(points, key=lambda p: (p.L, p.impl)):
+        g = f"{p.gflops:.3g}" if p.gflops is not None and math.isfinite(p.gflops) else "-"
+        b = baseline.get(p.L)
+        speed = b.median / p.median if b is not None and p.median > 0 else None
+        mem = (p.peak_bytes / b.peak_bytes if b is not None and p.peak_bytes is not None and b.peak_bytes
+               else None)
+        out.append(f"| {p.L} | `{p.impl}` | {fmt_time(p.median)} | {g} | {_ratio(speed)} | "
+                   f"{fmt_bytes(p.peak_bytes)} | {_ratio(mem)} | {p.rounds} |")
+    return out + [""]
 
 
 GPU_REQUIRED = {"schema": int, "created": str, "environment": dict, "peak_tflops": (int, float), "benchmarks": list}

@@ -58,19 +58,28 @@ def cell(status: str | None) -> str:
 
 
 def render(report: dict, source: str = "a pytest --spec-report JSON", command: str | None = None) -> str:
-    chapters, claims = catalogue.chapters(), catalogue.catalogue()
     # Implementations that ran first, then those this machine could not run (a GPU, a missing package).
     declared = report.get("implementations", {})
     impls = sorted(declared, key=lambda i: bool(declared[i].get("unavailable")))
-    table: dict[str, dict[str, str]] = report.get("claims", {})
-    machine, versions = report.get("machine", {}), report.get("versions", {})
     # A wide table: the page gives it the navigation column's room.
     out = ["---", "hide:", "  - navigation", "  - toc", "---", "", GENERATED_NOTE.format(source=source), "",
            "# Conformance matrix", ""]
     out += ["Every implementation under `impls/` against every claim of the specification, from one real run",
             "of the suite. A claim's cell combines all its tests over all the dtypes the implementation declares.",
             "Claim IDs link to the chapter that states them.", ""]
-    out += ['!!! abstract "This run"', ""]
+    out += run_summary(report, command) + implementations_table(report) + legend()
+    out += claims_matrix(report.get("claims", {}), impls)
+    out += outcomes_section("Expected failures", _by_message(report, "expected failure"),
+                            "Known failures, each declared in `spec_tests/xfail/<implementation>.txt` with its reason:")
+    out += outcomes_section("Failures", _by_message(report, "failed"),
+                            "Tests that failed in this run, with the first line of their message:")
+    return "\n".join(out).rstrip() + "\n"
+
+
+def run_summary(report: dict, command: str | None) -> list[str]:
+    """The "This run" box: date, commit, command, machine, versions, and the tests run by outcome."""
+    machine, versions = report.get("machine", {}), report.get("versions", {})
+    out = ['!!! abstract "This run"', ""]
     out.append(f"    - **Date:** {report.get('created', '?')}")
     out.append(f"    - **Commit:** {'`' + report['commit'] + '`' if report.get('commit') else 'not recorded'}")
     if command:
@@ -81,13 +90,17 @@ def render(report: dict, source: str = "a pytest --spec-report JSON", command: s
     n_tests = len(report.get("tests", []))
     counts = Counter(t["outcome"] for t in report.get("tests", []))
     out.append(f"    - **Tests run:** {n_tests} (" + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())) + ")")
-    out.append("")
+    return out + [""]
 
-    out += ["## Implementations", "",
-            "*Applicable* claims are those a run could check; a claim that does not apply to an implementation",
-            "(gradients of a NumPy one, a GPU kernel's claims on a CPU) is counted apart, never as a failure.", "",
-            "| implementation | backend | device | dtypes | passed | not passed | not applicable | state |",
-            "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+
+def implementations_table(report: dict) -> list[str]:
+    """One row per implementation: what it declares, and its claims passed, not passed, not applicable."""
+    table: dict[str, dict[str, str]] = report.get("claims", {})
+    out = ["## Implementations", "",
+           "*Applicable* claims are those a run could check; a claim that does not apply to an implementation",
+           "(gradients of a NumPy one, a GPU kernel's claims on a CPU) is counted apart, never as a failure.", "",
+           "| implementation | backend | device | dtypes | passed | not passed | not applicable | state |",
+           "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     for name, info in report.get("implementations", {}).items():
         statuses = [per.get(name) for per in table.values() if per.get(name)]
         na = sum(s == "not applicable" for s in statuses)
@@ -100,16 +113,22 @@ def render(report: dict, source: str = "a pytest --spec-report JSON", command: s
             continue
         out.append(f"| `{name}` | {info.get('backend', '?')} | {info.get('device', '?')} | "
                    f"{', '.join(info.get('dtypes', []))} | {counts} | {state} |")
-    out.append("")
+    return out + [""]
 
-    out += ["## Legend", ""]
+
+def legend() -> list[str]:
+    out = ["## Legend", ""]
     for status, meaning in LEGEND:
         out.append(f"- {cell(status)} {meaning}")
-    out += [f"- {cell(None)} no test of this claim ran for this implementation (the claim has no test yet)", ""]
+    return out + [f"- {cell(None)} no test of this claim ran for this implementation (the claim has no test yet)", ""]
 
-    out += ["## Claims", "",
-            "Each row gives the claim's short statement; hover over it (or open the claim's link) for the",
-            "full statement.", ""]
+
+def claims_matrix(table: dict[str, dict[str, str]], impls: list[str]) -> list[str]:
+    """Claim x implementation, one HTML table per chapter, and the report's claims the catalogue lacks."""
+    chapters, claims = catalogue.chapters(), catalogue.catalogue()
+    out = ["## Claims", "",
+           "Each row gives the claim's short statement; hover over it (or open the claim's link) for the",
+           "full statement.", ""]
     heads = "".join(f'<th class="spec-impl"><span title="{i}">{i}</span></th>' for i in impls)
     for ch in chapters.values():
         mine = [c for c in claims.values() if c.chapter == ch.id]
@@ -127,26 +146,18 @@ def render(report: dict, source: str = "a pytest --spec-report JSON", command: s
             out.append(f'<tr><td><a href="{page}#{c.anchor}">{c.id}</a></td>'
                        f'<td class="spec-statement" title="{full}">{rich_html(c.summary)}</td>{cells}</tr>')
         out += ["</tbody>", "</table>", "</div>", ""]
-
     unknown = sorted(set(table) - set(claims))
     if unknown:
         out += ["Claims in the report but not in `spec_tests/claims.toml`: " + ", ".join(unknown), ""]
+    return out
 
-    xfails = _by_message(report, "expected failure")
-    out += ["## Expected failures", ""]
-    if xfails:
-        out += ["Known failures, each declared in `spec_tests/xfail/<implementation>.txt` with its reason:", ""]
-        out += _message_table(xfails)
-    else:
-        out += ["None in this run.", ""]
-    failures = _by_message(report, "failed")
-    out += ["## Failures", ""]
-    if failures:
-        out += ["Tests that failed in this run, with the first line of their message:", ""]
-        out += _message_table(failures)
-    else:
-        out += ["None in this run.", ""]
-    return "\n".join(out).rstrip() + "\n"
+
+def outcomes_section(title: str, grouped: dict, lead: str) -> list[str]:
+    """A section of the tests of one outcome, grouped by implementation, test and message; or "None"."""
+    out = [f"## {title}", ""]
+    if grouped:
+        return out + [lead, ""] + _message_table(grouped)
+    return out + ["None in this run.", ""]
 
 
 def _by_message(report: dict, outcome: str) -> dict[tuple[str, str, str], list[str]]:
