@@ -18,9 +18,12 @@
                                         earlier run of the built-ins (CI: stage 2's `pytest -n 2`)
 
 What it reads:
-- spec_tests/claims.toml and the chapter modules spec_tests/test_*.py, statically (ast): which
-  tests carry which claim markers, and where each test sits in its file;
-- impls/mutants/*.py, statically: each known bug's BUG, CAUGHT_BY and docstring;
+- spec_tests/claims.toml, through its one reader (spec_tests/harness/claims.py), and the chapter
+  modules spec_tests/test_*.py, statically (ast): which tests carry which claim markers, and where
+  each test sits in its file;
+- impls/mutants/*.py, through their one reader (impls/mutants/__init__.py, statically): each known
+  bug's BUG, CAUGHT_BY, ALSO_CAUGHT_BY, docstring and buggy functions' lines; and
+  docs_gen/data/mutant_claims.after.json, the claims each one failed in a run of the whole suite;
 - a pytest --spec-report JSON (spec_tests/harness/report.py) for the conformance matrix;
 - a pytest-benchmark --benchmark-json file for the benchmark tables and plots.
 
