@@ -1,4 +1,4 @@
-"""The float64 NumPy oracle (`reference/`), exposed as an implementation under test.
+"""The float64 NumPy reference (`reference/`), exposed as an implementation under test.
 
 Running the spec against the reference itself checks the suite's own claims: every
 test must pass here, or the test (not the implementation) is wrong.

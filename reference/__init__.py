@@ -1,4 +1,4 @@
-"""The float64 NumPy oracle: the textbook's code, one concept per module.
+"""The float64 NumPy reference: the textbook's code, one concept per module.
 
 Every function follows the implementation contract in CONTRACT.md. It is written
 to be read, not to be fast; `impls/` holds the fast versions.
