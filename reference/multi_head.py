@@ -15,6 +15,9 @@ H separate D × d_k projections (MHA-4); it is only faster.
 
 With num_kv_heads = G < H (grouped-query attention, `reference.grouped_query`),
 W^K and W^V are D × G·d_k and query head h reads K/V head h // (H / G).
+
+`multi_head_attention_from` is the same four steps with the attention, the split and the merge
+passed in: the same formula on other parts (an implementation's own, to judge it by).
 """
 
 from reference.attention import scaled_dot_product_attention
@@ -45,3 +48,19 @@ def multi_head_attention(query, key, value, weights, num_heads, mask=None, is_ca
     # 4) concat along features, then W^O maps H*d_k back to D
     return _project(merge_heads(heads), weights["w_o"], weights.get("b_o"))  # (B, L_q, D)
 # --8<-- [end:multi_head_attention]
+
+
+def multi_head_attention_from(query, key, value, weights, num_heads, mask=None, is_causal=False, num_kv_heads=None,
+                              *, scaled_dot_product_attention=scaled_dot_product_attention, split_heads=split_heads,
+                              merge_heads=merge_heads):
+    """multi_head_attention's four steps on the attention, split and merge given (by default the reference's own:
+    then it is multi_head_attention). Built on an implementation's own functions, it is the yardstick that charges
+    a bug in one of them to that function's claims alone (spec_tests/harness/carried.py)."""
+    _, G = check_multi_head(query, key, value, weights, num_heads, mask, num_kv_heads)
+    q = _project(query, weights["w_q"], weights.get("b_q"))  # (B, L_q, D)
+    k = _project(key, weights["w_k"], weights.get("b_k"))  # (B, L_k, G*d_k)
+    v = _project(value, weights["w_v"], weights.get("b_v"))  # (B, L_k, G*d_k)
+    q = split_heads(q, num_heads)  # (B, H, L_q, d_k)
+    k, v = (repeat_kv_heads(split_heads(t, G), num_heads) for t in (k, v))  # (B, H, L_k, d_k)
+    heads = scaled_dot_product_attention(q, k, v, mask=mask, is_causal=is_causal)  # (B, H, L_q, d_k)
+    return _project(merge_heads(heads), weights["w_o"], weights.get("b_o"))  # (B, L_q, D)

@@ -32,6 +32,14 @@ def pre_ln_block(x, sublayer, gamma, beta, eps=1e-5):
 # --8<-- [end:blocks]
 
 
+def residual_block(x, sublayer, norm, norm_first: bool):
+    """Pre-LN x + sublayer(norm(x)) when norm_first, else Post-LN norm(x + sublayer(x)), with the norm given (a
+    function of x alone: the reference's LayerNorm or an implementation's); (B, L, D) -> (B, L, D)."""
+    if norm_first:
+        return x + sublayer(norm(x))  # Pre-LN
+    return norm(x + sublayer(x))  # Post-LN
+
+
 # --8<-- [start:encoder_layer]
 def feed_forward(x, w_1, b_1, w_2, b_2):
     """FFN(x) = max(0, x W_1 + b_1) W_2 + b_2; (B, L, D) -> (B, L, F) -> (B, L, D)."""
