@@ -213,22 +213,24 @@ def _terms(fname, args, kwargs):
         p = ref.attention_weights(f(args[0]), f(args[1]), **{k: kwargs[k] for k in attention_keys if k in kwargs})
         return np.abs(p) @ np.abs(f(args[2]))
     if fname == "multi_head_attention" and len(args) >= 5 and isinstance(args[3], dict):
-        from reference.multi_head import _project
+        from reference.multi_head import multi_head_attention_from
 
+        # the reference's multi-head attention with |P| |V_h| for each head and |W_O|, |b_O| for the output map
         query, key, value, w, H = f(args[0]), f(args[1]), f(args[2]), {n: f(a) for n, a in args[3].items()}, int(args[4])
-        d_k = w["w_q"].shape[1] // H
-        q = ref.split_heads(_project(query, w["w_q"], w.get("b_q")), H)
-        k, v = (_project(x, w[f"w_{n}"], w.get(f"b_{n}")) for x, n in ((key, "k"), (value, "v")))
-        G = k.shape[-1] // d_k
-        k, v = (ref.repeat_kv_heads(ref.split_heads(t, G), H) for t in (k, v))
-        p = ref.attention_weights(q, k, mask=kwargs.get("mask"), is_causal=kwargs.get("is_causal", False))
-        heads = ref.merge_heads(np.abs(p) @ np.abs(v))  # (B, L_q, D)
-        return heads @ np.abs(w["w_o"]) + np.abs(w.get("b_o", 0.0))
+        w.update({n: np.abs(w[n]) for n in ("w_o", "b_o") if n in w})
+        keys = {n: kwargs[n] for n in ("mask", "is_causal", "num_kv_heads") if n in kwargs}
+        return multi_head_attention_from(query, key, value, w, H, **keys, scaled_dot_product_attention=_terms_of_heads)
     if fname == "layer_norm" and len(args) >= 3:
         x, eps = f(args[0]), float(kwargs.get("eps", args[3] if len(args) > 3 else 1e-5))
         x_hat = (x - x.mean(axis=-1, keepdims=True)) / np.sqrt(x.var(axis=-1, keepdims=True) + eps)
         return np.abs(x_hat) * np.abs(f(args[1])) + np.abs(f(args[2]))
     return None
+
+
+def _terms_of_heads(q, k, v, mask=None, is_causal=False):
+    """|P| |V| in place of attention's P V: the magnitude of the terms each head's output sums."""
+    p = _reference().attention_weights(q, k, mask=mask, is_causal=is_causal)
+    return np.abs(p) @ np.abs(v)
 
 
 def score_sensitivity_size(q, k, v=None, mask=None, is_causal=False, scale=None, bias=None) -> float:
