@@ -14,7 +14,7 @@ import os
 
 import pytest
 
-from spec_tests.plugin import _subject, claims_of
+from spec_tests.harness.items import claims_of, subject_of
 
 ENV = "MHA_SPEC_KILL_RATE_PAIRS"
 
@@ -26,7 +26,7 @@ def pytest_collection_modifyitems(config, items):
         return
     keep, drop = [], []
     for item in items:
-        own = pairs.get(getattr(_subject(item), "name", None))
+        own = pairs.get(getattr(subject_of(item), "name", None))
         (drop if own is not None and not own.intersection(claims_of(item)) else keep).append(item)
     if drop:
         config.hook.pytest_deselected(items=drop)

@@ -3,89 +3,31 @@ expected-failure files, "not implemented" reporting, and the summary by claim.
 
 Registered as a `pytest11` entry point (pyproject.toml) so that `--impl` is known
 before pytest parses the command line, and from the root conftest.py otherwise.
+
+Thin hooks only; each job is a module of its own under spec_tests/harness/: profiles.py (Hypothesis
+profiles, examples per claim), rootdir.py (the rootdir of a run with --impl), under_test.py (the
+implementations and their subjects), items.py (a test's subject and claims, --claim and --chapter),
+report.py (the summary).
 """
 
 from __future__ import annotations
 
-import copy
-import inspect
-import os
-import traceback
-from pathlib import Path
-
 import pytest
-from hypothesis import HealthCheck, Phase, settings
 
-from spec_tests.harness import arrays, context, diagnosis, loader, xfail  # noqa: F401 (diagnosis:
+from spec_tests.harness import context, diagnosis, loader, xfail  # noqa: F401 (diagnosis:
 # registers the known-bug diagnoser in feedback.DIAGNOSERS)
-from spec_tests.harness import carried
-from spec_tests.sandbox import isolation
-from spec_tests.harness import claims as catalogue
+from spec_tests.harness import items as items_mod
+from spec_tests.harness import carried, profiles, rootdir, under_test  # profiles: registers and loads the
+# Hypothesis profiles, before Hypothesis's plugin applies --hypothesis-profile
 from spec_tests.harness import report as report_mod
+from spec_tests.harness.items import claims_of, subject_of
 from spec_tests.harness.feedback import SpecFailure
-from spec_tests.harness.subject import NOT_APPLICABLE, NOT_IMPLEMENTED, MissingKeyword, NotImplementedYet, Subject
+from spec_tests.harness.subject import NOT_APPLICABLE, NOT_IMPLEMENTED, MissingKeyword, NotImplementedYet
+from spec_tests.sandbox import isolation
 
 NOT_IMPLEMENTED_ERRORS = (NotImplementedError, NotImplementedYet)
 
 UNAVAILABLE = "unavailable"
-
-# -- Hypothesis profiles: one place ----------------------------------------------------------
-_COMMON = dict(
-    deadline=None,
-    phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink],  # no "explain" noise
-    report_multiple_bugs=False,  # one failure per test: the smallest input that breaks the claim
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much],
-)
-settings.register_profile("dev", max_examples=25, **_COMMON)  # a learner's run: random, remembers failures
-settings.register_profile("ci", max_examples=25, derandomize=True, database=None, **_COMMON)
-settings.register_profile("grading", max_examples=10, derandomize=True, database=None, **_COMMON)  # claims no known bug fails
-settings.register_profile("thorough", max_examples=500, **_COMMON)
-# Random and forgetful: each run a fresh sample (with --hypothesis-seed, a chosen one); docs_gen/kill_rate.py
-settings.register_profile("sample", max_examples=25, database=None, **_COMMON)
-PROFILE = os.environ.get("MHA_SPEC_PROFILE") or ("ci" if os.environ.get("CI") else "dev")
-settings.load_profile(PROFILE)
-
-
-# Examples per Hypothesis test, by claim, in the dev, ci and grading profiles: each claim's `examples` in
-# claims.toml, chosen by the kill-rate study (docs_gen/kill_rate.py; docs/conventions.md, "How many
-# examples"). A test of several claims draws the largest of their counts; a test of claims without one
-# draws the profile's own count; `thorough` and a test's own @settings(max_examples=...) keep theirs.
-
-
-def forced_examples() -> int | None:
-    """MHA_SPEC_EXAMPLES=N: every Hypothesis test draws N examples, its own setting and its claims' count aside."""
-    value = os.environ.get("MHA_SPEC_EXAMPLES")
-    if not value:
-        return None
-    if not value.isdigit() or int(value) < 1:
-        raise pytest.UsageError(f"MHA_SPEC_EXAMPLES must be a whole number of examples, at least 1, not {value!r}")
-    return int(value)
-
-
-def examples_for(claims, profile: str | None = None) -> int | None:
-    """The example count of a test of these claims in a profile (None: the profile's own count). The
-    profile is the one loaded now (`--hypothesis-profile=thorough` loads its own after this module's)."""
-    profile = profile or getattr(settings, "_current_profile", None) or PROFILE
-    return catalogue.examples(claims) if profile in ("dev", "ci", "grading") else None
-
-
-def _set_examples(items, forced: int | None) -> None:
-    """The example count of each Hypothesis test: MHA_SPEC_EXAMPLES when set; else its claims' count
-    (claims.toml), unless the test chose its own with @settings(max_examples=...)."""
-    wanted: dict = {}
-    for item in items:  # one count per test function: the largest its items' claims ask for
-        fn = getattr(item, "obj", None)
-        if not getattr(fn, "is_hypothesis_test", False):
-            continue
-        own = fn.__dict__.setdefault("_mha_spec_own_settings", fn._hypothesis_internal_use_settings)
-        count = forced
-        if count is None and own.max_examples == settings.default.max_examples:
-            count = examples_for(claims_of(item))
-        if count is not None:
-            wanted[fn] = max(count, wanted.get(fn, 0))
-    for fn, count in wanted.items():
-        fn._hypothesis_internal_use_settings = settings(fn._mha_spec_own_settings, max_examples=count)
-
 
 _IMPLS = pytest.StashKey[list]()
 _SUBJECTS = pytest.StashKey[list]()
@@ -118,67 +60,11 @@ def pytest_addoption(parser):
                     help="with --isolate: take the limits and banned functions from this rubric file")
 
 
-ROOT = Path(__file__).resolve().parents[1]  # the repository (or installed project) holding spec_tests/
-PROJECT_INI = ROOT / "pyproject.toml"
-SPEC_DIR = Path(__file__).resolve().parent
-
-
-def _determine_setup(config, known):
-    """pytest's own rootdir/inifile search, on the arguments as they parse once --impl is known."""
-    from _pytest.config import findpaths
-
-    wanted = dict(inifile=known.inifilename, override_ini=getattr(known, "override_ini", None),
-                  args=list(getattr(known, "file_or_dir", []) or []), rootdir_cmd_arg=known.rootdir or None,
-                  invocation_dir=config.invocation_params.dir)
-    accepted = inspect.signature(findpaths.determine_setup).parameters
-    found = findpaths.determine_setup(**{k: v for k, v in wanted.items() if k in accepted})
-    return found[0], found[1], found[2]
-
-
-def _adopt(config, parser, args, rootpath, inipath, inicfg) -> None:
-    """Make `config` what pytest would have built with this rootdir and configuration file."""
-    had_ini = config.inipath is not None
-    config._rootpath, config._inipath = rootpath, inipath
-    if hasattr(config, "_inicfg"):
-        config._inicfg = inicfg
-    else:  # pytest 8
-        config.inicfg = inicfg
-    config._inicache.clear()
-    parser.extra_info["rootdir"] = str(rootpath)
-    parser.extra_info["inifile"] = str(inipath)
-    if not had_ini and inipath is not None:  # pytest applied no configured addopts: apply the project's
-        args[:] = [*config._validate_args(config.getini("addopts"), "via addopts config"), *args]
-    namespace = parser.parse_known_args(args, namespace=copy.copy(config.option))
-    if namespace.confcutdir is None:
-        namespace.confcutdir = str(inipath.parent if inipath is not None else rootpath)
-    config.known_args_namespace = namespace
-
-
 @pytest.hookimpl(tryfirst=True)
 def pytest_load_initial_conftests(early_config, parser, args):
-    """`pytest --impl ~/hw/attention.py`, run from the repository, is the same run as `--impl numpy_fast`.
-
-    pytest chooses its rootdir and configuration file before it loads this plugin, so it does not yet
-    know that --impl takes a value: it reads the implementation's path as a test path, roots the run
-    in that file's folder and finds no configuration (no markers, no `-m "not slow"`, the
-    whole working directory collected, test ids relative to a foreign folder). Here, with --impl known,
-    the search is repeated on the real test paths. Without any, from a folder that is not the project,
-    the run uses the project's configuration and collects spec_tests/, so that it is the same from anywhere.
-    """
-    known = parser.parse_known_args(args, namespace=copy.copy(early_config.option))
-    if not getattr(known, "impl", None):
-        return
-    try:
-        rootpath, inipath, inicfg = _determine_setup(early_config, known)
-    except pytest.UsageError:
-        return  # pytest reports a bad --rootdir or -c itself
-    paths = list(getattr(known, "file_or_dir", []) or [])
-    if not paths and inipath != PROJECT_INI and PROJECT_INI.is_file():
-        known.inifilename, known.rootdir = str(PROJECT_INI), str(ROOT)
-        rootpath, inipath, inicfg = _determine_setup(early_config, known)
-        args.append(str(SPEC_DIR))
-    if (rootpath, inipath) != (early_config.rootpath, early_config.inipath):
-        _adopt(early_config, parser, args, rootpath, inipath, inicfg)
+    """`pytest --impl ~/hw/attention.py`, run from the repository, is the same run as `--impl numpy_fast`
+    (pytest chose its rootdir before it knew that --impl takes a value: harness/rootdir.py)."""
+    rootdir.redetermine(early_config, parser, args)
 
 
 # The suite's markers, declared here only (the plugin is loaded wherever the suite runs, installed or not).
@@ -194,30 +80,10 @@ def pytest_configure(config):
     for line in MARKERS:
         config.addinivalue_line("markers", line)
     specs, explicit = loader.selected_specs(config.getoption("--impl", default=[]))
-    load = loader.load
-    if config.getoption("--isolate", default=False):
-        rubric = config.getoption("--rubric", default=None)
-        limits = isolation.Limits.from_toml(rubric) if rubric else isolation.Limits()
-        load = lambda spec: isolation.load(spec, limits)  # noqa: E731 - the module is imported in a worker only
-    impls = []
-    for spec in specs:
-        try:
-            impls.append(load(spec))
-        except Exception as exc:  # the learner's file does not import: say why, plainly
-            tb = "".join(traceback.format_exception_only(type(exc), exc)).strip()
-            raise pytest.UsageError(
-                f"could not load the implementation {spec!r}:\n  {tb}\n"
-                "Fix the error above (run `python " + spec + "` to see it on its own) and try again."
-                if spec.endswith(".py") else f"could not load the implementation {spec!r}: {tb}"
-            ) from None
-    subjects = []
-    if any(i.backend == "torch" and not i.unavailable for i in impls):
-        arrays.torch_module()  # sets torch's thread count for the small test inputs
-    for impl in impls:
-        for dtype in impl.dtypes or ("float64",):
-            subjects.append((isolation.IsolatedSubject if impl.remote else Subject)(impl, dtype))
+    impls = under_test.load_all(specs, config.getoption("--isolate", default=False),
+                                config.getoption("--rubric", default=None))
     config.stash[_IMPLS] = impls
-    config.stash[_SUBJECTS] = subjects
+    config.stash[_SUBJECTS] = under_test.subjects(impls)
     config.stash[_EXPLICIT] = explicit
     config.stash[_XFAILS] = {impl.name: xfail.load(impl.name) for impl in impls}
     config.stash[_RECORDS] = []
@@ -229,70 +95,25 @@ def pytest_unconfigure(config):
 
 
 def pytest_report_header(config):
-    impls = config.stash.get(_IMPLS, [])
-    lines = ["implementations under test:"]
-    for impl in impls:
-        state = f"UNAVAILABLE ({impl.unavailable})" if impl.unavailable else f"{impl.backend}/{impl.device}"
-        lines.append(f"  {impl.name:<16} {state}  dtypes: {', '.join(impl.dtypes)}")
-    return lines
-
-
-_DEMO_SUBJECT = []
-
-
-def _reference_subject() -> Subject:
-    """The float64 reference implementation, the `impl` of a demonstration (tests/demonstrations/)."""
-    if not _DEMO_SUBJECT:
-        _DEMO_SUBJECT.append(Subject(loader.load("reference"), "float64"))
-    return _DEMO_SUBJECT[0]
+    return under_test.header_lines(config.stash.get(_IMPLS, []))
 
 
 def pytest_generate_tests(metafunc):
     if "impl" in metafunc.fixturenames and metafunc.definition.get_closest_marker("demonstration"):
         # a demonstration's verdict cannot depend on an implementation: it runs once, on the reference
-        metafunc.parametrize("impl", [_reference_subject()], ids=["reference-float64"], scope="session")
+        metafunc.parametrize("impl", [under_test.reference_subject()], ids=["reference-float64"], scope="session")
         return
     if "impl" in metafunc.fixturenames:
         subjects = metafunc.config.stash[_SUBJECTS]
         metafunc.parametrize("impl", subjects, ids=[s.id for s in subjects], scope="session")
 
 
-def _subject(item) -> Subject | None:
-    callspec = getattr(item, "callspec", None)
-    return callspec.params.get("impl") if callspec else None
-
-
-def claims_of(item) -> tuple[str, ...]:
-    ids = []
-    for mark in item.iter_markers("claim"):
-        ids.extend(mark.args)
-    return tuple(dict.fromkeys(ids))
-
-
-def _wanted(config, name: str) -> set[str]:
-    return {v.strip() for opt in config.getoption(name) for v in opt.split(",") if v.strip()}
-
-
 def pytest_collection_modifyitems(config, items):
-    explicit = config.stash[_EXPLICIT]
     xfails = config.stash[_XFAILS]
-    want_claims, want_chapters = _wanted(config, "--claim"), _wanted(config, "--chapter")
-    unknown = sorted(c for c in want_claims if c not in catalogue.catalogue())
-    if unknown:  # a usage error, not an empty run (`python -m spec_tests claims` lists them)
-        raise pytest.UsageError(f"--claim: unknown claim ID(s) {', '.join(unknown)}; "
-                                "`python -m spec_tests claims` lists every claim")
-    keep, drop = [], []
-    _set_examples(items, forced_examples())
-    for item in items:
-        ids = claims_of(item)
-        if want_claims and not want_claims.intersection(ids):
-            drop.append(item)
-            continue
-        if want_chapters and not {catalogue.get(i).chapter for i in ids} & want_chapters:
-            drop.append(item)
-            continue
-        keep.append(item)
-        subject = _subject(item)
+    keep, drop = items_mod.select(config, items)  # --claim, --chapter
+    profiles.set_examples(items, profiles.forced_examples())
+    for item in keep:
+        subject = subject_of(item)
         if subject is None:
             continue
         item.repr_failure = _feedback_repr(item.repr_failure, config)
@@ -303,12 +124,7 @@ def pytest_collection_modifyitems(config, items):
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep
-    items.sort(key=_chapter_rank)  # stable: within a chapter, the module's own order
-
-
-def _chapter_rank(item) -> int:
-    """`pytest -x` shows the first failure soon: chapters run in claims.toml's `order`."""
-    return catalogue.chapter_rank(Path(str(item.path)).stem)
+    items.sort(key=items_mod.chapter_rank)  # stable: within a chapter, the module's own order
 
 
 def _not_implemented_text(leaves) -> str:
@@ -317,7 +133,7 @@ def _not_implemented_text(leaves) -> str:
 
 def _optional_not_implemented(item, leaves) -> bool:
     """Every leaf is a later chapter's function (or one outside v1) that is not implemented: not red."""
-    subject = _subject(item)
+    subject = subject_of(item)
     return (subject is not None and bool(leaves)
             and all(isinstance(e, NotImplementedYet) and e.fname and not subject.impl.requires(e.fname)
                     for e in leaves))
@@ -345,7 +161,7 @@ FLASH_CLAIMS = ("EFF-3",)
 
 
 def pytest_runtest_setup(item):
-    subject = _subject(item)
+    subject = subject_of(item)
     if subject is not None and subject.impl.unavailable:
         pytest.skip(f"{UNAVAILABLE}: {subject.name}: {subject.impl.unavailable}")
     if subject is not None and not subject.impl.flash:
@@ -357,7 +173,7 @@ def pytest_runtest_setup(item):
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item):
-    subject = _subject(item)
+    subject = subject_of(item)
     spec = ""
     if subject is not None:
         spec = subject.impl.path if subject.impl.spec.endswith(".py") else subject.impl.spec
@@ -420,7 +236,7 @@ def _leaves(exc: BaseException) -> list[BaseException]:
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item, call):
     rep = yield
-    subject = _subject(item)
+    subject = subject_of(item)
     leaves = _leaves(call.excinfo.value) if call.excinfo is not None and rep.failed else []
     if _optional_not_implemented(item, leaves):  # a later chapter's function: optional, so a skip
         rep.outcome = "skipped"
@@ -476,7 +292,8 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
                     f"warning: expected-failure line {e.source} ({e.pattern!r}) matched no test", yellow=True)
     if records and not config.getoption("--no-claim-summary"):
         terminalreporter.section("claims by implementation")
-        for line in report_mod.summary_lines(records, [i.name for i in impls], terminalreporter._tw.fullwidth):
+        width = config.get_terminal_writer().fullwidth
+        for line in report_mod.summary_lines(records, [i.name for i in impls], width):
             terminalreporter.write_line(line)
         for line in report_mod.scope_lines(records, impls):
             terminalreporter.write_line(line)
@@ -485,8 +302,5 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
             terminalreporter.write_line(line)
     path = config.getoption("--spec-report")
     if path:
-        report_mod.write_json(path, config.stash.get(_RECORDS, []), {
-            i.name: {"backend": i.backend, "device": i.device, "dtypes": list(i.dtypes),
-                     "unavailable": i.unavailable, "path": i.path,
-                     "contract": list(i.contract) if i.contract else None, "flash_kernel": i.flash} for i in impls})
+        report_mod.write_json(path, config.stash.get(_RECORDS, []), under_test.described(impls))
         terminalreporter.write_line(f"spec report written to {path}")
