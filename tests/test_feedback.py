@@ -73,7 +73,7 @@ def test_a_long_message_is_cut_at_lines_and_keeps_its_likely_cause():
     """A message over the report's limit keeps its start and its end, whole lines, and the largest-error
     and likely-cause lines from the part left out (the grader groups failures by them: a cut line made
     one bug three causes)."""
-    from spec_tests.plugin import shorten
+    from spec_tests.harness.outcomes import shorten
 
     lines = [f"seen row {i}: " + "0.123456 " * 8 for i in range(120)]
     lines[40] = "likely cause: this matches a known bug: forgetting the 1/sqrt(d_k) scaling"
