@@ -10,8 +10,12 @@ Two rules, applied only when a comparison with the float64 reference has already
    forward: the bug costs the lower claim, not every claim above it. A correct lower function
    changes nothing: the higher claim is then judged against the reference alone.
 
-       expected' = reference.multi_head_attention with reference's scaled_dot_product_attention
-                   replaced by the implementation's
+       expected' = reference.multi_head.multi_head_attention_from(...,
+                       scaled_dot_product_attention=the implementation's scaled_dot_product_attention)
+
+   The reference composition takes its parts as arguments (nothing is patched): a function of the
+   reference built on others names its twin in COMPOSITIONS; a test's own composite (a residual
+   block) takes its parts as keyword arguments itself (check.carried_forward).
 
 2. Precision. A float64 call answered in float32 (every value exactly a float32: a
    `torch.tensor(...)` or `.float()` away) is charged once, to PREC-3 (computing in the input's
@@ -25,7 +29,7 @@ few fixed inputs (deterministic, cheap), and those calls are kept out of the fai
 from __future__ import annotations
 
 import contextlib
-from functools import cache
+from functools import partial
 
 import numpy as np
 
@@ -36,9 +40,10 @@ from spec_tests.harness.context import current
 
 PRECISION_CLAIM = "PREC-3"
 
-# higher function -> (module whose globals name the lower functions, the lower functions it is built on)
+# higher function -> (the reference function computing it from its lower functions, passed by keyword; those names)
 COMPOSITIONS = {
-    "multi_head_attention": (reference.multi_head, ("scaled_dot_product_attention", "split_heads", "merge_heads")),
+    "multi_head_attention": (reference.multi_head.multi_head_attention_from,
+                             ("scaled_dot_product_attention", "split_heads", "merge_heads")),
 }
 
 # Notes for a test that passed only by a rule above: nodeid -> lines (the report's message for it).
@@ -54,6 +59,10 @@ def _note(text: str) -> None:
     lines = NOTES.setdefault(nodeid, [])
     if text not in lines:
         lines.append(text)
+
+
+def _note_carried(whose: str) -> None:
+    _note(f"judged with {whose} (error carried forward: that bug is charged to its own claim)")
 
 
 # ------------------------------------------------------------------------------------- precision
@@ -169,29 +178,25 @@ def lower_verdict(subject, fname: str) -> tuple[str, ...]:
     return _VERDICTS[key]
 
 
-def _with_lower(subject, module, lower: dict):
-    """The reference composition with its lower functions replaced by the implementation's."""
-    @contextlib.contextmanager
-    def patched():
-        saved = {name: getattr(module, name) for name in lower}
-        try:
-            for name in lower:
-                setattr(module, name, lambda *a, _n=name, **kw: subject.call(_n, *a, **kw))
-            yield
-        finally:
-            for name, fn in saved.items():
-                setattr(module, name, fn)
-    return patched()
+def _failing_parts(subject, names) -> dict[str, tuple[str, ...]]:
+    """The lower functions among `names` this implementation has that fail their own claims -> those claims."""
+    failing = {name: lower_verdict(subject, name) for name in names if subject.has(name)}
+    return {name: ids for name, ids in failing.items() if ids}
+
+
+def _built_on(subject, composite, r_args, r_kwargs, parts):
+    """composite(*r_args, **r_kwargs) with each of `parts` (names of lower functions) the implementation's own,
+    passed by keyword; those calls are kept out of the failure history."""
+    own = {name: partial(subject.call, name) for name in parts}
+    with _off_the_record(subject):
+        return composite(*r_args, **r_kwargs, **own)
 
 
 def _whose(subject, failing: dict) -> str:
     """"your scaled_dot_product_attention, which fails SDPA-1", tracing a higher function to the lower one at fault."""
     parts = []
     for name, ids in failing.items():
-        below = {}
-        if name in COMPOSITIONS:
-            below = {n: lower_verdict(subject, n) for n in COMPOSITIONS[name][1] if subject.has(n)}
-            below = {n: i for n, i in below.items() if i}
+        below = _failing_parts(subject, COMPOSITIONS[name][1]) if name in COMPOSITIONS else {}
         if below:
             inner = "; ".join(f"your {n}, which fails {', '.join(i)}" for n, i in below.items())
             parts.append(f"your {name} (built on {inner})")
@@ -200,34 +205,27 @@ def _whose(subject, failing: dict) -> str:
     return ", ".join(parts)
 
 
-def judge_composition(subject, targets, expected_fn, seen, bound_fn, failure, compare) -> None:
-    """A test's own composition (e.g. a residual block from the implementation's layer_norm and
-    multi_head_attention) failed against the reference's: judged again against the reference composition
-    built on the implementation's lower functions, when those fail their own claims; raises `failure` otherwise.
+def judge_composite(subject, oracle_fn, r_args, r_kwargs, carry, failure, compare) -> None:
+    """Called by check.carried_forward when a result failed against the reference composite (`failure`): judged
+    again against the reference composition built on the implementation's own lower functions named in `carry`,
+    those of them that fail their own claims; raises `failure` when none does or the result misses that too.
 
-    targets: (module, name) pairs the reference composition looks its lower functions up in;
-    expected_fn(): the reference composition; bound_fn(expected): the bound for it; compare(expected, bound, what)."""
+    oracle_fn: a function of the reference with a twin in COMPOSITIONS, or a composite that takes the functions
+    named in `carry` as keyword arguments; compare(expected, what): the result against `expected`."""
     from spec_tests.harness.feedback import SpecFailure
 
-    failing = {name: lower_verdict(subject, name) for _, name in targets if subject.has(name)}
-    failing = {name: ids for name, ids in failing.items() if ids}
+    failing = _failing_parts(subject, carry)
     if not failing:
         raise failure
-    saved = [(m, name, getattr(m, name)) for m, name in targets if name in failing]
+    composite = COMPOSITIONS.get(oracle_fn.__name__, (oracle_fn,))[0]
     try:
-        with _off_the_record(subject):
-            for m, name, _ in saved:
-                setattr(m, name, lambda *a, _n=name, **kw: subject.call(_n, *a, **kw))
-            carried = expected_fn()
+        expected = _built_on(subject, composite, r_args, r_kwargs, failing)
     except Exception:  # noqa: BLE001 - a lower function raised: nothing to carry
         raise failure from None
-    finally:
-        for m, name, fn in saved:
-            setattr(m, name, fn)
     whose = _whose(subject, failing)
     with contextlib.suppress(SpecFailure):
-        compare(carried, bound_fn(carried), f"against the reference built on {whose}")
-        _note(f"judged with {whose} (error carried forward: that bug is charged to its own claim)")
+        compare(expected, f"against the reference built on {whose}")
+        _note_carried(whose)
         return
     raise failure
 
@@ -287,16 +285,14 @@ def judge(subject, fname: str, args, kwargs, n: int, seen, failure, compare) -> 
 
     # 1. error carried forward from a lower function that fails its own claims
     if fname in COMPOSITIONS:
-        module, names = COMPOSITIONS[fname]
-        failing = {name: lower_verdict(subject, name) for name in names if subject.has(name)}
-        failing = {name: ids for name, ids in failing.items() if ids}
+        composite, names = COMPOSITIONS[fname]
+        failing = _failing_parts(subject, names)
         if failing:
-            with _off_the_record(subject), _with_lower(subject, module, failing):
-                try:
-                    carried_full = oracle_fn(*r_args, **r_kwargs)
-                    carried = pick(carried_full)
-                except Exception:  # noqa: BLE001 - the lower function raised: nothing to carry
-                    carried = None
+            try:
+                carried_full = _built_on(subject, composite, r_args, r_kwargs, failing)
+                carried = pick(carried_full)
+            except Exception:  # noqa: BLE001 - the lower function raised: nothing to carry
+                carried = None
             if carried is not None:
                 precision = "float32" if computed_in_float32(subject, s, carried) and _precision_judged(claims) \
                     else subject.dtype
@@ -305,6 +301,6 @@ def judge(subject, fname: str, args, kwargs, n: int, seen, failure, compare) -> 
                 with contextlib.suppress(SpecFailure):
                     compare(s, carried, bound,
                             f"{fname}(...) against the reference built on {whose}")
-                    _note(f"judged with {whose} (error carried forward: that bug is charged to its own claim)")
+                    _note_carried(whose)
                     return
     raise failure

@@ -14,7 +14,7 @@ import re
 import numpy as np
 
 import reference
-from spec_tests.harness import carried, tolerance
+from spec_tests.harness import carried, scope, tolerance
 from spec_tests.harness.feedback import SpecFailure, digits_to_tell, fail, fmt_array, fmt_value, precision_note
 from spec_tests.harness.subject import call_of
 
@@ -99,6 +99,29 @@ def against(subject, seen, oracle_fn, args, kwargs, what: str, expected=None, la
     bound = tolerance.bound_against(subject.dtype, oracle_fn, r_args, r_kwargs, expected, last=last)
     compare(subject, seen, expected, bound, what, _calls(seen))
     return expected
+
+
+def carried_forward(subject, seen, oracle_fn, args, kwargs, what: str, carry, expected=None, last=None) -> None:
+    """check.against, with error carried forward (carried.py): when `seen` fails against the reference and
+    some of the lower functions named in `carry` fail their own claims, it is judged again against the reference
+    built on the implementation's own ones of them (the bug is charged to their claims), and the report says so.
+
+    oracle_fn: a function of the reference built on others (carried.COMPOSITIONS: multi_head_attention), or a
+    composite that takes the functions named in `carry` as keyword arguments (a test's residual block):
+
+        check.carried_forward(impl, out, block, (x, w, gamma, beta), {}, what,
+                              carry=("layer_norm", "multi_head_attention"))
+    """
+    try:
+        against(subject, seen, oracle_fn, args, kwargs, what, expected, last)
+    except SpecFailure as failure:
+        r_args, r_kwargs = subject.round(args), subject.round(kwargs)
+
+        def again(built, how):
+            bound = tolerance.bound_against(subject.dtype, oracle_fn, r_args, r_kwargs, built, last=last)
+            compare(subject, seen, built, bound, f"{what}, {how}")
+
+        carried.judge_composite(subject, oracle_fn, r_args, r_kwargs, carry, failure, again)
 
 
 def close(subject, a, b, relation: str, size: float | None = None, hint_data=None) -> None:
@@ -202,6 +225,8 @@ def raises_value_error(subject, fname: str, args: tuple, kwargs: dict, names=(),
                  subject.history[-1:])
         return exc
     except Exception as exc:  # noqa: BLE001 - any other exception is the failure being reported
+        if scope.is_rejection(exc):  # the implementation declared this input out of its scope
+            raise
         fail(subject, what, [f"expected ValueError, got {type(exc).__name__}: {exc}"], subject.history[-1:])
     shapes = np.shape(result[0] if isinstance(result, tuple) else result)
     fail(subject, what, [f"expected ValueError, but it returned a result of shape {shapes}: "
