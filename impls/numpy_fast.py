@@ -17,6 +17,7 @@ import math
 
 import numpy as np
 
+from impls._mask_keywords import and_masks, extra_mask
 from reference.checks import check_attention, check_layer_norm, check_multi_head, check_num_heads, check_rotary
 
 BACKEND = "numpy"
@@ -66,18 +67,22 @@ def _default_scale(d_k, scale):
     return 1.0 / math.sqrt(d_k) if scale is None else float(scale)
 
 
-def attention_weights(q, k, mask=None, is_causal=False, scale=None, bias=None):
+def attention_weights(q, k, mask=None, is_causal=False, scale=None, bias=None, window_size=None,
+                      q_segment_ids=None, kv_segment_ids=None):
     """P = softmax(Q K^T * scale + bias) over visible keys, scale = 1/sqrt(d_k) by default; (..., L_q, L_k)."""
     *_, L_q, L_k = check_attention(q, k, mask=mask, bias=bias)
     scale = _default_scale(q.shape[-1], scale)
-    return _weights(q, k, _visible(mask, is_causal, L_q, L_k), scale, bias)
+    extra = extra_mask(q, L_q, L_k, window_size, q_segment_ids, kv_segment_ids)  # window AND documents
+    return _weights(q, k, and_masks(_visible(mask, is_causal, L_q, L_k), extra), scale, bias)
 
 
-def scaled_dot_product_attention(q, k, v, mask=None, is_causal=False, scale=None, bias=None):
+def scaled_dot_product_attention(q, k, v, mask=None, is_causal=False, scale=None, bias=None, window_size=None,
+                                 q_segment_ids=None, kv_segment_ids=None):
     """softmax(Q K^T * scale + bias) V; q (..., L_q, d_k), k (..., L_k, d_k), v (..., L_k, d_v) -> (..., L_q, d_v)."""
     *_, L_q, L_k = check_attention(q, k, v, mask=mask, bias=bias)
     scale = _default_scale(q.shape[-1], scale)
-    p = _weights(q, k, _visible(mask, is_causal, L_q, L_k), scale, bias)  # (..., L_q, L_k)
+    extra = extra_mask(q, L_q, L_k, window_size, q_segment_ids, kv_segment_ids)  # window AND documents
+    p = _weights(q, k, and_masks(_visible(mask, is_causal, L_q, L_k), extra), scale, bias)  # (..., L_q, L_k)
     return p @ v  # (..., L_q, d_v); a zero row of P gives a zero row
 
 

@@ -43,6 +43,13 @@ def scaled_dot_product_attention(q, k, v, mask=None, is_causal=False, scale=None
     - `bias` (later chapter, docs/positional.md): a float array broadcastable to
       (..., L_q, L_k) added to the scaled scores before the softmax; it carries T5's and
       ALiBi's relative position biases. An entry of -inf hides its key like mask=False.
+    - Mask algebra (later chapter, docs/mask_algebra.md; add these keywords to this function
+      and to attention_weights when you take it, until then its claims are "not implemented"):
+      `window_size=(left, right)` lets query i see key j only if
+      -left <= j - (i + L_k - L_q) <= right (bottom-right like causal, inclusive; None on a
+      side: no limit); `q_segment_ids` (..., L_q) and `kv_segment_ids` (..., L_k), integers,
+      let query i see key j only if their ids are equal (packed documents; one given alone
+      serves both). Everything combines by AND: mask AND causal AND window AND documents.
     - Outputs keep the input dtype (under NumPy 2, float32 * np.float64(s) is float64;
       multiply by a Python float instead).
 

@@ -22,6 +22,7 @@ import math
 import torch
 import torch.nn.functional as F
 
+from impls._mask_keywords import and_masks, extra_mask
 from reference.checks import check_attention, check_layer_norm, check_multi_head, check_num_heads, check_rotary
 
 BACKEND = "torch"
@@ -67,16 +68,22 @@ def _scale(q, scale):
     return 1.0 / math.sqrt(q.shape[-1]) if scale is None else float(scale)
 
 
-def attention_weights(q, k, mask=None, is_causal=False, scale=None, bias=None):
+def attention_weights(q, k, mask=None, is_causal=False, scale=None, bias=None, window_size=None,
+                      q_segment_ids=None, kv_segment_ids=None):
     """P = softmax(Q K^T * scale + bias) over visible keys, scale = 1/sqrt(d_k) by default; (..., L_q, L_k)."""
     *_, L_q, L_k = check_attention(q, k, mask=mask, bias=bias)
-    return _attention_weights(q, k, _visible(mask, is_causal, L_q, L_k, q.device), _scale(q, scale), bias)
+    allowed = and_masks(_visible(mask, is_causal, L_q, L_k, q.device),
+                        extra_mask(q, L_q, L_k, window_size, q_segment_ids, kv_segment_ids))  # AND window, documents
+    return _attention_weights(q, k, allowed, _scale(q, scale), bias)
 
 
-def scaled_dot_product_attention(q, k, v, mask=None, is_causal=False, scale=None, bias=None):
+def scaled_dot_product_attention(q, k, v, mask=None, is_causal=False, scale=None, bias=None, window_size=None,
+                                 q_segment_ids=None, kv_segment_ids=None):
     """softmax(Q K^T * scale + bias) V; q (..., L_q, d_k), k (..., L_k, d_k), v (..., L_k, d_v) -> (..., L_q, d_v)."""
     *_, L_q, L_k = check_attention(q, k, v, mask=mask, bias=bias)
-    p = _attention_weights(q, k, _visible(mask, is_causal, L_q, L_k, q.device), _scale(q, scale), bias)
+    allowed = and_masks(_visible(mask, is_causal, L_q, L_k, q.device),
+                        extra_mask(q, L_q, L_k, window_size, q_segment_ids, kv_segment_ids))  # AND window, documents
+    p = _attention_weights(q, k, allowed, _scale(q, scale), bias)
     return torch.matmul(p, v)  # (..., L_q, L_k) @ (..., L_k, d_v) -> (..., L_q, d_v)
 
 

@@ -22,6 +22,7 @@ import math
 import torch
 import torch.nn.functional as F
 
+from impls._mask_keywords import and_masks, extra_mask
 from reference.checks import check_attention, check_layer_norm, check_multi_head, check_num_heads
 
 BACKEND = "torch"
@@ -72,17 +73,25 @@ def _scale(q, scale):
     return 1.0 / math.sqrt(q.shape[-1]) if scale is None else float(scale)
 
 
-def scaled_dot_product_attention(q, k, v, mask=None, is_causal=False, scale=None, bias=None):
+def _with_keywords(q, mask, L_q, L_k, window_size, q_segment_ids, kv_segment_ids):
+    """The user's mask AND the window AND the documents (causal stays a flag for _attend); None: no mask."""
+    return and_masks(mask, extra_mask(q, L_q, L_k, window_size, q_segment_ids, kv_segment_ids))
+
+
+def scaled_dot_product_attention(q, k, v, mask=None, is_causal=False, scale=None, bias=None, window_size=None,
+                                 q_segment_ids=None, kv_segment_ids=None):
     """softmax(Q K^T * scale + bias) V; q (..., L_q, d_k), k (..., L_k, d_k), v (..., L_k, d_v) -> (..., L_q, d_v)."""
-    check_attention(q, k, v, mask=mask, bias=bias)
+    *_, L_q, L_k = check_attention(q, k, v, mask=mask, bias=bias)
+    mask = _with_keywords(q, mask, L_q, L_k, window_size, q_segment_ids, kv_segment_ids)
     q, k, v = _broadcast_leading(q, k, v)
     return _attend(q, k, v, mask, is_causal, _scale(q, scale), bias)
 
 
-def attention_weights(q, k, mask=None, is_causal=False, scale=None, bias=None):
+def attention_weights(q, k, mask=None, is_causal=False, scale=None, bias=None, window_size=None,
+                      q_segment_ids=None, kv_segment_ids=None):
     """P = softmax(Q K^T * scale + bias) over visible keys, scale = 1/sqrt(d_k) by default; (..., L_q, L_k)."""
-    check_attention(q, k, mask=mask, bias=bias)
-    L_k = k.shape[-2]
+    *_, L_q, L_k = check_attention(q, k, mask=mask, bias=bias)
+    mask = _with_keywords(q, mask, L_q, L_k, window_size, q_segment_ids, kv_segment_ids)
     eye = torch.eye(L_k, dtype=q.dtype, device=q.device)  # (L_k, L_k): P @ I = P
     q, k, eye = _broadcast_leading(q, k, eye)
     return _attend(q, k, eye, mask, is_causal, _scale(q, scale), bias)  # (..., L_q, L_k)

@@ -23,7 +23,7 @@ import math
 import numpy as np
 
 from reference.checks import check_attention
-from reference.masks import visible
+from reference.mask_algebra import visible_keys
 
 
 # --8<-- [start:masked_softmax]
@@ -43,8 +43,11 @@ def masked_softmax(scores: np.ndarray, allowed: np.ndarray) -> np.ndarray:
 
 
 # --8<-- [start:attention_weights]
-def attention_weights(q, k, mask=None, is_causal=False, scale=None, bias=None):
-    """P = softmax(Q K^T * scale + bias) over visible keys, scale = 1/sqrt(d_k) by default; (..., L_q, L_k)."""
+def attention_weights(q, k, mask=None, is_causal=False, scale=None, bias=None, window_size=None,
+                      q_segment_ids=None, kv_segment_ids=None):
+    """P = softmax(Q K^T * scale + bias) over visible keys, scale = 1/sqrt(d_k) by default; (..., L_q, L_k).
+
+    Visible: mask AND causal AND window AND same document (reference.mask_algebra.visible_keys)."""
     scores_shape = check_attention(q, k, mask=mask, bias=bias)
     L_q, L_k = scores_shape[-2:]
     d_k = q.shape[-1]
@@ -53,14 +56,17 @@ def attention_weights(q, k, mask=None, is_causal=False, scale=None, bias=None):
     scores = (q @ np.swapaxes(k, -1, -2)) * scale  # (..., L_q, d_k) @ (..., d_k, L_k) -> (..., L_q, L_k)
     if bias is not None:
         scores = scores + bias  # (..., L_q, L_k); a -inf entry gets weight exp(-inf) = 0, like mask=False
-    return masked_softmax(scores, visible(mask, is_causal, L_q, L_k))
+    allowed = visible_keys(mask, is_causal, L_q, L_k, window_size, q_segment_ids, kv_segment_ids)
+    return masked_softmax(scores, allowed)
 # --8<-- [end:attention_weights]
 
 
 # --8<-- [start:scaled_dot_product_attention]
-def scaled_dot_product_attention(q, k, v, mask=None, is_causal=False, scale=None, bias=None):
+def scaled_dot_product_attention(q, k, v, mask=None, is_causal=False, scale=None, bias=None, window_size=None,
+                                 q_segment_ids=None, kv_segment_ids=None):
     """softmax(Q K^T * scale + bias) V; q (..., L_q, d_k), k (..., L_k, d_k), v (..., L_k, d_v) -> (..., L_q, d_v)."""
     check_attention(q, k, v, mask=mask, bias=bias)
-    p = attention_weights(q, k, mask=mask, is_causal=is_causal, scale=scale, bias=bias)  # (..., L_q, L_k)
+    p = attention_weights(q, k, mask=mask, is_causal=is_causal, scale=scale, bias=bias, window_size=window_size,
+                          q_segment_ids=q_segment_ids, kv_segment_ids=kv_segment_ids)  # (..., L_q, L_k)
     return p @ v  # (..., L_q, L_k) @ (..., L_k, d_v) -> (..., L_q, d_v)
 # --8<-- [end:scaled_dot_product_attention]

@@ -130,6 +130,62 @@ def _visible(mask, is_causal, shape):
     return visible
 
 
+def _window_extents(window_size):
+    """(left, right) of window_size=(left, right), each an int >= 0 or None (no limit)."""
+    try:
+        left, right = window_size
+    except (TypeError, ValueError):
+        raise ValueError(f"window_size must be a pair (left, right), got {window_size!r}") from None
+    for w in (left, right):
+        if w is not None and (isinstance(w, bool) or not isinstance(w, numbers.Integral) or w < 0):
+            raise ValueError(f"window_size's extents must be ints >= 0 or None, got {window_size!r}")
+    return left, right
+
+
+def _window_visible(L_q, L_k, window_size):
+    """(L_q, L_k) bool: -left <= j - (i + L_k - L_q) <= right, the window bottom-right aligned like causal."""
+    left, right = _window_extents(window_size)
+    centre = np.arange(L_q)[:, None] + (L_k - L_q)
+    j = np.arange(L_k)[None, :]
+    ok = np.ones((L_q, L_k), dtype=bool)
+    if left is not None:
+        ok = ok & (j >= centre - left)
+    if right is not None:
+        ok = ok & (j <= centre + right)
+    return ok
+
+
+def _segment_ids(ids, L, name):
+    ids = np.asarray(ids)
+    if ids.ndim < 1 or ids.shape[-1] != L or not np.issubdtype(ids.dtype, np.integer):
+        raise ValueError(f"{name} must be integers of shape (..., {L}), got {ids.dtype} of shape {ids.shape}")
+    return ids
+
+
+def _document_visible(q_segment_ids, kv_segment_ids, L_q, L_k):
+    """(..., L_q, L_k) bool: query i and key j belong to the same document."""
+    q_seg = q_segment_ids if q_segment_ids is not None else kv_segment_ids
+    kv_seg = kv_segment_ids if kv_segment_ids is not None else q_segment_ids
+    q_seg, kv_seg = _segment_ids(q_seg, L_q, "q_segment_ids"), _segment_ids(kv_seg, L_k, "kv_segment_ids")
+    return q_seg[..., :, None] == kv_seg[..., None, :]
+
+
+def _visible_keys(mask, is_causal, shape, window_size=None, q_segment_ids=None, kv_segment_ids=None):
+    """mask AND causal AND window AND same document, of `shape`."""
+    L_q, L_k = shape[-2:]
+    visible = _visible(mask, is_causal, shape)
+    if window_size is not None:
+        visible = visible & _window_visible(L_q, L_k, window_size)
+    if q_segment_ids is not None or kv_segment_ids is not None:
+        try:
+            visible = visible & _document_visible(q_segment_ids, kv_segment_ids, L_q, L_k)
+        except ValueError as exc:
+            if "segment" in str(exc):
+                raise
+            raise ValueError(f"segment ids do not broadcast to the scores' shape {shape}") from None
+    return visible
+
+
 def _masked_softmax(scores, visible):
     """Softmax over the last axis using only visible entries; a row with none is all 0."""
     filled = np.where(visible, scores, -np.inf)
@@ -153,24 +209,27 @@ def _add_bias(scores, bias, shape):
         raise ValueError(f"bias of shape {bias.shape} does not broadcast to the scores' shape {shape}") from None
 
 
-def attention_weights(q, k, mask=None, is_causal=False, scale=None, bias=None):
+def attention_weights(q, k, mask=None, is_causal=False, scale=None, bias=None, window_size=None,
+                      q_segment_ids=None, kv_segment_ids=None):
     q, k = np.asarray(q), np.asarray(k)
     _check_qk(q, k)
     L_q, d_k = q.shape[-2:]
     L_k = k.shape[-2]
     shape = _batch_shape(q=q, k=k) + (L_q, L_k)
-    visible = _visible(mask, bool(is_causal), shape)
+    visible = _visible_keys(mask, bool(is_causal), shape, window_size, q_segment_ids, kv_segment_ids)
+    shape = np.broadcast_shapes(shape, visible.shape)
     scale = _default_scale(d_k) if scale is None else float(scale)
     scores = _add_bias(np.broadcast_to(_scores(q, k, scale), shape), bias, shape)
     return _masked_softmax(scores, visible & (scores > -np.inf))   # a -inf bias hides its key
 
 
-def scaled_dot_product_attention(q, k, v, mask=None, is_causal=False, scale=None, bias=None):
+def scaled_dot_product_attention(q, k, v, mask=None, is_causal=False, scale=None, bias=None, window_size=None,
+                                 q_segment_ids=None, kv_segment_ids=None):
     q, k, v = np.asarray(q), np.asarray(k), np.asarray(v)
     _check_qk(q, k)
     _check_lengths(k, v)
     _batch_shape(q=q, k=k, v=v)
-    return attention_weights(q, k, mask, is_causal, scale, bias) @ v
+    return attention_weights(q, k, mask, is_causal, scale, bias, window_size, q_segment_ids, kv_segment_ids) @ v
 
 
 # ---------------------------------------------------------------------------

@@ -41,7 +41,8 @@ LATER_FUNCTIONS = (
 )
 ALL_FUNCTIONS = CONTRACT_FUNCTIONS + LATER_FUNCTIONS
 # Keywords that later chapters add to v1 functions: optional, as those chapters are.
-LATER_KEYWORDS = ("bias", "num_kv_heads")
+LATER_KEYWORDS = ("bias", "num_kv_heads",
+                  "window_size", "q_segment_ids", "kv_segment_ids")  # mask algebra (docs/mask_algebra.md)
 # Keywords of a tiled (chunked) implementation only: without them EFF-1/EFF-2 do not apply.
 TILING_KEYWORDS = ("block_q", "block_k")
 KNOWN_DTYPES = ("float64", "float32", "float16", "bfloat16")

@@ -1,0 +1,192 @@
+"""Chapter: mask algebra (docs/mask_algebra.md). Claims MALG-1 .. MALG-3.
+
+    window_size=(left, right) : query i sees key j iff -left <= j - (i + L_k - L_q) <= right   (bottom-right, like causal)
+    q_segment_ids, kv_segment_ids : query i sees key j iff q_segment_ids[i] == kv_segment_ids[j]  (packed documents)
+    composition               : visible = mask AND causal AND window AND documents
+    prefix-LM                 : an OR (prefix both ways, the rest causal), passed as an explicit mask
+
+The keywords are optional (CONTRACT.md, "Mask algebra"): an implementation without them has these
+claims "not implemented". The relations each test states hold whatever the implementation:
+a window as wide as the keys is no window; a packed row equals each of its documents run alone;
+the keywords together equal the AND of their masks.
+"""
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import reference
+from reference.mask_algebra import document_mask, prefix_lm_mask, segment_ids_from_lengths, window_mask
+from spec_tests.harness import check, tolerance
+from spec_tests.harness.strategies import HEAD_DIMS, SEEDS, normal, random_mask
+
+claim = pytest.mark.claim
+SDPA = "scaled_dot_product_attention"
+SIZES = st.integers(1, 9)
+
+
+def _extent(max_len):
+    """One side of a window: no limit (None) or 0 .. max_len keys."""
+    return st.one_of(st.none(), st.integers(0, max_len))
+
+
+@st.composite
+def windowed_cases(draw, max_len=9):
+    """q (H, L_q, d_k), k (H, L_k, d_k), v (H, L_k, d_v) and window_size=(left, right); L_q != L_k allowed."""
+    H, L_q, L_k = draw(st.integers(1, 2), label="H"), draw(SIZES, label="L_q"), draw(SIZES, label="L_k")
+    d_k, d_v, seed = draw(HEAD_DIMS, label="d_k"), draw(HEAD_DIMS, label="d_v"), draw(SEEDS, label="seed")
+    window = (draw(_extent(max_len), label="left"), draw(_extent(max_len), label="right"))
+    q, k, v = normal(seed, (H, L_q, d_k)), normal(seed + 1, (H, L_k, d_k)), normal(seed + 2, (H, L_k, d_v))
+    return q, k, v, window
+
+
+@st.composite
+def packed_rows(draw, max_docs=4, max_doc_len=4):
+    """One row of packed documents: q, k, v (H, L, d) with L = sum(lengths), segment ids (L,), is_causal."""
+    lengths = draw(st.lists(st.integers(1, max_doc_len), min_size=1, max_size=max_docs), label="lengths")
+    H, d_k, d_v = draw(st.integers(1, 2), label="H"), draw(HEAD_DIMS, label="d_k"), draw(HEAD_DIMS, label="d_v")
+    seed, causal = draw(SEEDS, label="seed"), draw(st.booleans(), label="is_causal")
+    L = sum(lengths)
+    q, k, v = normal(seed, (H, L, d_k)), normal(seed + 1, (H, L, d_k)), normal(seed + 2, (H, L, d_v))
+    return q, k, v, lengths, segment_ids_from_lengths(lengths), causal
+
+
+# ---------------------------------------------------------------------------------- MALG-1
+@claim("MALG-1")
+@given(case=windowed_cases())
+def test_window_matches_the_reference(impl, case):
+    """window_size=(left, right) shows query i the keys -left <= j - (i + L_k - L_q) <= right, bottom-right aligned."""
+    q, k, v, window = case
+    check.oracle(impl, SDPA, q, k, v, window_size=window)
+
+
+@claim("MALG-1")
+@given(case=windowed_cases())
+def test_weights_outside_the_window_are_exactly_zero_and_inside_positive(impl, case):
+    """attention_weights puts exactly 0 outside the window and a positive weight on every key inside it."""
+    q, k, _, window = case
+    L_q, L_k = q.shape[-2], k.shape[-2]
+    p = impl.attention_weights(q, k, window_size=window)
+    inside = np.broadcast_to(window_mask(L_q, L_k, window), p.shape)
+    check.exactly(impl, np.where(inside, 0.0, p), np.zeros_like(p),
+                  f"with window_size={window} (L_q={L_q}, L_k={L_k}) every weight outside the window is exactly 0")
+    check.holds(impl, bool((p[inside] > 0).all()),
+                f"with window_size={window} (L_q={L_q}, L_k={L_k}) every key inside the window gets a weight > 0",
+                [f"window (True = inside, bottom-right aligned):\n{window_mask(L_q, L_k, window).astype(int)}",
+                 f"weights seen (head 0):\n{np.round(p[0], 4)}",
+                 "a key inside the window with weight 0 means the window is narrower than -left <= "
+                 "j - (i + L_k - L_q) <= right, or centred on i instead of i + (L_k - L_q)"], [p])
+
+
+@claim("MALG-1")
+@given(case=windowed_cases())
+def test_a_window_as_wide_as_the_keys_is_no_window(impl, case):
+    """window_size=(W, W) with W = max(L_q, L_k), and (None, None), change nothing: no key is farther than W."""
+    q, k, v, _ = case
+    W = max(q.shape[-2], k.shape[-2])
+    plain = impl.scaled_dot_product_attention(q, k, v)
+    for window in ((W, W), (None, None)):
+        wide = impl.scaled_dot_product_attention(q, k, v, window_size=window)
+        check.close(impl, wide, plain, f"window_size={window} with L_q={q.shape[-2]}, L_k={k.shape[-2]} equals "
+                    "no window", size=tolerance.attention_output_size(v))
+
+
+# ---------------------------------------------------------------------------------- MALG-2
+@claim("MALG-2")
+@given(row=packed_rows())
+def test_packed_documents_equal_each_document_alone(impl, row):
+    """A row of packed documents with segment ids equals running each document on its own (is_causal too)."""
+    q, k, v, lengths, seg, causal = row
+    out = check.oracle(impl, SDPA, q, k, v, is_causal=causal, q_segment_ids=seg, kv_segment_ids=seg)
+    start = 0
+    for n in lengths:
+        end = start + n
+        alone = impl.scaled_dot_product_attention(q[:, start:end], k[:, start:end], v[:, start:end], is_causal=causal)
+        check.close(impl, out[:, start:end], alone,
+                    f"documents of lengths {lengths} packed in one row (is_causal={causal}): positions {start}..{end - 1} "
+                    "equal that document run alone", size=tolerance.attention_output_size(v))
+        start = end
+
+
+@claim("MALG-2")
+@given(row=packed_rows())
+def test_weights_across_documents_are_exactly_zero(impl, row):
+    """No query puts any weight on another document's keys, not even the first key of the next one."""
+    q, k, _, lengths, seg, causal = row
+    p = impl.attention_weights(q, k, is_causal=causal, q_segment_ids=seg, kv_segment_ids=seg)
+    other = np.broadcast_to(~document_mask(seg, seg), p.shape)
+    check.exactly(impl, np.where(other, p, 0.0), np.zeros_like(p),
+                  f"documents of lengths {lengths} (is_causal={causal}): every weight on another document's key is 0")
+
+
+@claim("MALG-2")
+@given(seed=SEEDS, L_q=SIZES, L_k=SIZES, d=HEAD_DIMS, docs=st.integers(1, 3))
+def test_cross_attention_segment_ids_match_the_reference(impl, seed, L_q, L_k, d, docs):
+    """q_segment_ids (L_q,) and kv_segment_ids (L_k,) may differ in length and order: query i sees key j iff ids agree."""
+    rng = np.random.default_rng(seed)
+    q_seg, kv_seg = rng.integers(0, docs, L_q), rng.integers(0, docs, L_k)
+    q, k, v = normal(seed, (2, L_q, d)), normal(seed + 1, (2, L_k, d)), normal(seed + 2, (2, L_k, d))
+    check.oracle(impl, SDPA, q, k, v, q_segment_ids=q_seg, kv_segment_ids=kv_seg)
+
+
+# ---------------------------------------------------------------------------------- MALG-3
+@st.composite
+def composed_cases(draw):
+    """A mask (with padding-like holes), is_causal, a window and segment ids, all on one (H, L_q, L_k) problem."""
+    H, L_q, L_k = draw(st.integers(1, 2), label="H"), draw(SIZES, label="L_q"), draw(SIZES, label="L_k")
+    d, seed = draw(HEAD_DIMS, label="d"), draw(SEEDS, label="seed")
+    causal = draw(st.booleans(), label="is_causal")
+    window = (draw(_extent(4), label="left"), draw(_extent(4), label="right"))
+    docs = draw(st.integers(1, 3), label="documents")
+    rng = np.random.default_rng(seed)
+    kv_seg = np.sort(rng.integers(0, docs, L_k))
+    q_seg = kv_seg[L_k - L_q:] if L_q <= L_k else np.sort(rng.integers(0, docs, L_q))
+    mask = random_mask(seed + 3, (H, L_q, L_k), 0.8)
+    q, k, v = normal(seed, (H, L_q, d)), normal(seed + 1, (H, L_k, d)), normal(seed + 2, (H, L_k, d))
+    return q, k, v, mask, causal, window, q_seg, kv_seg
+
+
+@claim("MALG-3")
+@given(case=composed_cases())
+def test_mask_causal_window_and_documents_combine_by_and(impl, case):
+    """mask=M, is_causal, window_size and segment ids together equal mask = M AND causal AND window AND documents."""
+    q, k, v, mask, causal, window, q_seg, kv_seg = case
+    L_q, L_k = q.shape[-2], k.shape[-2]
+    keywords = dict(mask=mask, is_causal=causal, window_size=window, q_segment_ids=q_seg, kv_segment_ids=kv_seg)
+    out = check.oracle(impl, SDPA, q, k, v, **keywords)
+    both = mask & window_mask(L_q, L_k, window) & document_mask(q_seg, kv_seg)
+    if causal:
+        both = both & reference.causal_mask(L_q, L_k)
+    explicit = impl.scaled_dot_product_attention(q, k, v, mask=both)
+    check.close(impl, out, explicit,
+                f"mask, is_causal={causal}, window_size={window} and segment ids together equal the AND of their masks",
+                size=tolerance.attention_output_size(v))
+
+
+@claim("MALG-3")
+@given(seed=SEEDS, L=st.integers(2, 9), d=HEAD_DIMS, causal_window=st.integers(0, 9))
+def test_a_causal_window_is_the_causal_mask_and_a_band(impl, seed, L, d, causal_window):
+    """window_size=(w, 0) alone equals is_causal=True with window_size=(w, None): a window's right extent 0 is causal."""
+    q, k, v = normal(seed, (2, L, d)), normal(seed + 1, (2, L, d)), normal(seed + 2, (2, L, d))
+    w = causal_window
+    a = impl.scaled_dot_product_attention(q, k, v, window_size=(w, 0))
+    b = impl.scaled_dot_product_attention(q, k, v, is_causal=True, window_size=(w, None))
+    check.close(impl, a, b, f"window_size=({w}, 0) equals is_causal=True with window_size=({w}, None)",
+                size=tolerance.attention_output_size(v))
+    wide = impl.scaled_dot_product_attention(q, k, v, is_causal=True, window_size=(w, w))
+    check.close(impl, wide, a, f"under is_causal=True, window_size=({w}, {w}) equals ({w}, 0): the window never "
+                "opens what causal hides", size=tolerance.attention_output_size(v))
+
+
+@claim("MALG-3")
+@given(seed=SEEDS, L=st.integers(2, 9), d=HEAD_DIMS, prefix=st.integers(1, 9))
+def test_prefix_lm_is_bidirectional_on_the_prefix_and_causal_after(impl, seed, L, d, prefix):
+    """mask=prefix_lm_mask(L, n): the first n outputs equal bidirectional attention over the prefix alone; the rest
+    equal the reference (each later query sees the whole prefix and its own past)."""
+    n = min(prefix, L)
+    q, k, v = normal(seed, (2, L, d)), normal(seed + 1, (2, L, d)), normal(seed + 2, (2, L, d))
+    out = check.oracle(impl, SDPA, q, k, v, mask=prefix_lm_mask(L, n))
+    alone = impl.scaled_dot_product_attention(q[:, :n], k[:, :n], v[:, :n])
+    check.close(impl, out[:, :n], alone, f"prefix-LM with a prefix of {n} of {L}: the prefix's outputs equal "
+                "bidirectional attention over the prefix alone", size=tolerance.attention_output_size(v))
