@@ -594,6 +594,39 @@ FIGURES = {
 }
 
 
+# ------------------------------------------------------------------------------ MASK ALGEBRA
+# (the mask algebra chapter's figures: windows, packed documents, prefix-LM, their AND)
+
+def mask_algebra_grids(path: Path) -> Path:
+    """Six masks built by reference.mask_algebra on L = 6 positions: windows, documents, prefix-LM and an AND."""
+    from reference import causal_mask
+    from reference.mask_algebra import document_mask, prefix_lm_mask, segment_ids_from_lengths, window_mask
+
+    plt = _pyplot()
+    L = 6
+    seg = segment_ids_from_lengths([2, 3, 1])  # three packed documents
+    docs = document_mask(seg, seg)
+    panels = [
+        (window_mask(L, L, (2, 0)), "window (2, 0):\ncausal, 2 back"),
+        (window_mask(L, L, (1, 1)), "window (1, 1):\na band"),
+        (window_mask(3, L, (2, 0)), "window (2, 0),\n$L_q=3$, $L_k=6$"),
+        (docs & causal_mask(L, L), "documents 2, 3, 1\nAND causal"),
+        (prefix_lm_mask(L, 3), "prefix-LM, prefix 3:\nprefix OR causal"),
+        (docs & window_mask(L, L, (1, 0)), "documents AND\nwindow (1, 0)"),
+    ]
+    fig, axes = plt.subplots(2, 3, figsize=(6.4, 5.4))
+    for n, (ax, (allowed, title)) in enumerate(zip(axes.flat, panels)):
+        _grid(ax, allowed, title, xlabel="key $j$" if n >= 3 else "", ylabel="query $i$" if n % 3 == 0 else "")
+    fig.tight_layout(h_pad=1.0, w_pad=0.6)
+    return _save(fig, path)
+
+
+FIGURES["mask_algebra_grids"] = (
+    "mask_algebra", mask_algebra_grids,
+    "Six mask grids: a causal window, a band, a window aligned bottom-right for 3 queries and 6 keys, "
+    "packed documents with causal, prefix-LM, and documents AND a window")
+
+
 def write_all(directory: Path = FIGURE_DIR) -> list[Path]:
     """Draw every figure into `directory` as NAME.svg; returns the paths."""
     import matplotlib
