@@ -9,7 +9,8 @@ Installed by the worker before it imports the implementation, in three layers:
    and a TorchDispatchMode sees every operator that reaches the dispatcher, including
    `torch.ops.aten.*` aliases and private variants: banned operators are named by their schema
    (`aten::native_layer_norm`, `aten::_scaled_dot_product_*`, fnmatch patterns).
-3. An audit hook (`sys.addaudithook`; it cannot be removed) owns the watch's state. The worker
+3. An audit hook (`sys.addaudithook`; it cannot be removed) owns the watch's state: `install` makes
+   the one `Watch` object and registers its `hook` method, and keeps no other reference. The worker
    talks to it only through `sys.audit("mha_spec.guard", ...)` with `sys.audit` captured before the
    implementation was imported, so nothing the implementation replaces in `sys.modules` or in the
    worker's module reaches it. Before and after every call the hook checks the watch from outside
@@ -17,12 +18,16 @@ Installed by the worker before it imports the implementation, in three layers:
    PyTorch's mode stacks, the stack functions are PyTorch's own builtins; during a call it
    treats as tampering a call of the stack functions or of sys.setprofile, a new thread (modes are
    per thread), walking the garbage collector's objects (gc.get_objects, get_referrers),
-   ctypes calls, and setting attributes on the watch's classes. Tampering is a ban violation.
+   ctypes calls, and setting attributes on the watch's classes (the audited ones, `__class__`,
+   `__bases__`, `__name__`...; after a call the two modes' classes are compared with what they were).
+   Tampering is a ban violation.
 
 Limits, said plainly: all of this runs in the implementation's own process; it stops the ways
-one can reach the watch from Python without native code, not a native extension of one's own,
+above of reaching the watch from Python without native code, not a native extension of one's own,
 and code of the implementation that runs outside a call (an object's __array__ while its result
-is converted) is not watched.
+is converted) is not watched. Nor is every path to the watch's own objects closed: during a call
+`sys.getprofile()` returns the watch's bound method, and `TorchDispatchMode.__subclasses__()` lists
+the modes' classes, whose methods refer to the watch; code that goes looking through these reaches it.
 """
 
 from __future__ import annotations
@@ -115,118 +120,151 @@ class _Names:
         return len(self.codes) + len(self.builtins) + len(self.objects) != before
 
 
-def install(names, ops) -> None:
-    """Install the watch for banned `names` (functions, classes, modules) and `ops` (operator patterns)."""
-    audit, setprofile, getprofile, gettrace = sys.audit, sys.setprofile, sys.getprofile, sys.gettrace
-    names = [str(n) for n in names]
-    patterns = tuple(dict.fromkeys([str(o) for o in ops] + [p for n in names for p in FUNCTION_OPS.get(n, ())]))
-    resolved = _Names(names)
-    state = {"in_call": False, "hits": [], "tamper": [], "import_tamper": [], "torch": None, "profiled": False}
-    tamper_ids: dict[int, str] = {id(sys.setprofile): "sys.setprofile", id(sys.settrace): "sys.settrace"}
-    held = [sys.setprofile, sys.settrace]
-    try:
-        import _thread
+class Watch:
+    """The watch itself: its state and the callbacks that use it. install() makes the one instance and
+    registers its `hook` as an audit hook, which owns it from then on: the worker holds no reference to it
+    and reaches it only through the captured sys.audit(EVENT, ...).
 
-        tamper_ids[id(_thread.start_new_thread)] = "a new thread"
-        held.append(_thread.start_new_thread)
-    except ImportError:
-        pass
-    op_cache: dict[str, bool] = {}
+    __slots__: the instance has no __dict__, so none of its methods can be shadowed on it."""
 
-    def hit(name: str) -> None:
-        if state["in_call"] and name and name not in state["hits"]:
-            state["hits"].append(name)
+    __slots__ = ("names", "tops", "patterns", "resolved", "in_call", "profiled", "torch", "hits", "tamper",
+                 "import_tamper", "tamper_ids", "held", "op_cache", "c_names", "op_codes", "torch_dir", "innocent",
+                 "modes", "setprofile", "getprofile", "gettrace", "own_profile")
 
-    def tampered(what: str) -> None:
-        where = state["tamper"] if state["in_call"] else state["import_tamper"]
+    def __init__(self, names, ops):
+        # Captured before the implementation is imported: what it later replaces in sys does not reach these.
+        self.setprofile, self.getprofile, self.gettrace = sys.setprofile, sys.getprofile, sys.gettrace
+        self.names = [str(n) for n in names]
+        self.tops = {n.split(".")[0] for n in self.names}
+        self.patterns = tuple(dict.fromkeys([str(o) for o in ops] +
+                                            [p for n in self.names for p in FUNCTION_OPS.get(n, ())]))
+        self.resolved = _Names(self.names)
+        self.in_call, self.profiled = False, False
+        self.torch = None  # None until PyTorch is set up, then "ready", or "broken" (its stack functions replaced)
+        self.hits, self.tamper, self.import_tamper = [], [], []  # import_tamper: outside a call, reported ever after
+        self.tamper_ids: dict[int, str] = {id(sys.setprofile): "sys.setprofile", id(sys.settrace): "sys.settrace"}
+        self.held = [sys.setprofile, sys.settrace]  # what tamper_ids and c_names name, so that ids are not reused
+        try:
+            import _thread
+
+            self.tamper_ids[id(_thread.start_new_thread)] = "a new thread"
+            self.held.append(_thread.start_new_thread)
+        except ImportError:
+            pass
+        self.op_cache: dict[str, bool] = {}
+        self.c_names: dict[int, str | None] = {}  # builtin id -> the banned operator it is, or None
+        self.op_codes: dict = {}  # code of torch.ops' __call__ methods (an operator called by any alias)
+        self.torch_dir = ""  # PyTorch's own folder: its code may use the stack functions
+        self.innocent: dict = {}  # code objects and builtin ids already found harmless: the fast path
+        self.modes: dict = {}  # once PyTorch is set up: its stack functions, the two modes and their classes
+        self.own_profile = self.profile  # the one bound method given to sys.setprofile: getprofile() is it
+
+    # -- what was seen ------------------------------------------------------------------
+    def hit(self, name: str) -> None:
+        if self.in_call and name and name not in self.hits:
+            self.hits.append(name)
+
+    def tampered(self, what: str) -> None:
+        where = self.tamper if self.in_call else self.import_tamper
         if what not in where:
             where.append(what)
 
-    def op_banned(name: str) -> bool:
-        found = op_cache.get(name)
+    def op_banned(self, name: str) -> bool:
+        found = self.op_cache.get(name)
         if found is None:
-            found = op_cache[name] = any(fnmatch.fnmatchcase(name, p) for p in patterns)
+            found = self.op_cache[name] = any(fnmatch.fnmatchcase(name, p) for p in self.patterns)
         return found
 
-    c_names: dict[int, str | None] = {}  # builtin id -> the banned operator it is, or None
-    op_codes: dict = {}  # code of torch.ops' __call__ methods (an operator called by any alias)
+    def op_or_private_banned(self, name: str) -> bool:
+        """An operator banned by its schema name, or as the public twin of a banned private one (aten::_x)."""
+        return self.op_banned(name) or self.op_banned(name.replace("::", "::_", 1))
 
-    def builtin_op(arg) -> str | None:
-        key = id(arg)
-        if key in c_names:
-            return c_names[key]
-        name = getattr(arg, "__name__", None)
-        owner = getattr(arg, "__module__", None) or getattr(getattr(arg, "__self__", None), "__name__", "") or ""
-        found = None
-        if isinstance(name, str) and isinstance(owner, str) and owner.startswith("torch") and \
-                op_banned(f"aten::{name}"):
-            found = f"{owner}.{name}"
-            held.append(arg)
-        c_names[key] = found
-        return found
+    def resolve(self) -> None:
+        """Resolve the banned names whose modules got imported; what was found harmless is looked at again."""
+        if self.resolved.pending and self.resolved.resolve():
+            self.innocent.clear()
 
-    def from_torch(frame) -> bool:
-        return bool(torch_dir) and frame.f_code.co_filename.startswith(torch_dir[0])
-
-    torch_dir: list[str] = []
-
-    innocent: dict = {}  # code objects and builtin ids already found harmless: the fast path
-
-    def profile(frame, event, arg):
+    # -- the call watch (sys.setprofile) ----------------------------------------------------
+    def profile(self, frame, event, arg):
+        """The profile function during a call: every Python function and builtin the implementation calls."""
         if event == "call":
             code = frame.f_code
-            if id(code) in innocent or not state["in_call"]:  # a code object hashes by its contents: slow
+            if id(code) in self.innocent or not self.in_call:  # a code object hashes by its contents: slow
                 return
-            if resolved.pending and resolved.resolve():
-                innocent.clear()
-            name = resolved.codes.get(code)
-            if name is None:
-                module = frame.f_globals.get("__name__") or ""
-                if resolved.prefixes and module.startswith(resolved.prefixes):
-                    name = next((p for p in resolved.names if module == p or module.startswith(p + ".")), None)
-            if name is None and code in op_codes:  # torch.ops.aten.X(...) or one of its overloads
-                op = frame.f_locals.get("self")
-                schema = getattr(op, "_schema", None)
-                qual = schema.name if schema is not None else getattr(op, "_qualified_op_name", "")
-                if isinstance(qual, str) and (op_banned(qual) or op_banned(qual.replace("::", "::_", 1))):
-                    name = qual
-            elif name is None:
-                innocent[id(code)] = code  # held, so that its id is not reused
-                return
+            self.resolve()
+            name = self.code_name(frame, code)
             if name is not None:
-                hit(name)
+                self.hit(name)
         elif event == "c_call":
             key = id(arg)
-            if key in innocent or not state["in_call"]:
+            if key in self.innocent or not self.in_call:
                 return
             owner = getattr(arg, "__self__", None)
             bound = not (owner is None or isinstance(owner, (type, ModuleType)))
             if bound:  # a method bound to an object (a new one each time): by the object's type and its name
                 typed = (type(owner), getattr(arg, "__name__", None))
-                if typed in innocent:
+                if typed in self.innocent:
                     return
-            if resolved.pending and resolved.resolve():
-                innocent.clear()
-            name = resolved.builtins.get(key)
-            if name is None and patterns:
-                name = builtin_op(arg)
-            what = tamper_ids.get(key)
+            self.resolve()
+            name = self.resolved.builtins.get(key)
+            if name is None and self.patterns:
+                name = self.builtin_op(arg)
+            what = self.tamper_ids.get(key)
             if name is None and what is None:
                 if bound:
-                    innocent[typed] = True
+                    self.innocent[typed] = True
                 else:
-                    innocent[key] = arg  # held, so that its id is not reused by a banned builtin
+                    self.innocent[key] = arg  # held, so that its id is not reused by a banned builtin
                 return
             if name is not None:
-                hit(name)
-            if what is not None and not from_torch(frame):
-                tampered(f"{what} (the grader's watch must stay as it is during a call)")
+                self.hit(name)
+            if what is not None and not self.from_torch(frame):
+                self.tampered(f"{what} (the grader's watch must stay as it is during a call)")
 
-    torch_state: dict = {}
+    def code_name(self, frame, code) -> str | None:
+        """The banned name a Python function is (its code, its module, the operator torch.ops calls), or None;
+        a function that is none of these, nor torch.ops' __call__, is innocent from now on."""
+        name = self.resolved.codes.get(code)
+        if name is None:
+            module = frame.f_globals.get("__name__") or ""
+            if self.resolved.prefixes and module.startswith(self.resolved.prefixes):
+                name = next((p for p in self.resolved.names if module == p or module.startswith(p + ".")), None)
+        if name is None and code in self.op_codes:  # torch.ops.aten.X(...) or one of its overloads
+            op = frame.f_locals.get("self")
+            schema = getattr(op, "_schema", None)
+            qual = schema.name if schema is not None else getattr(op, "_qualified_op_name", "")
+            if isinstance(qual, str) and self.op_or_private_banned(qual):
+                name = qual
+        elif name is None:
+            self.innocent[id(code)] = code  # held, so that its id is not reused
+        return name
 
-    def setup_torch() -> None:
-        """Build the two modes, with PyTorch's own stack functions (checked to be its builtins)."""
-        torch = sys.modules["torch"]
+    def builtin_op(self, arg) -> str | None:
+        """The banned operator a builtin of PyTorch's is, by its name (`torch.native_layer_norm`), or None."""
+        key = id(arg)
+        if key in self.c_names:
+            return self.c_names[key]
+        name = getattr(arg, "__name__", None)
+        owner = getattr(arg, "__module__", None) or getattr(getattr(arg, "__self__", None), "__name__", "") or ""
+        found = None
+        if isinstance(name, str) and isinstance(owner, str) and owner.startswith("torch") and \
+                self.op_banned(f"aten::{name}"):
+            found = f"{owner}.{name}"
+            self.held.append(arg)
+        self.c_names[key] = found
+        return found
+
+    def from_torch(self, frame) -> bool:
+        return bool(self.torch_dir) and frame.f_code.co_filename.startswith(self.torch_dir)
+
+    def profile_needed(self) -> bool:
+        """The call watch costs a Python call per function call (3-7 times slower pure-Python loops): it runs
+        only when something it watches is loaded (PyTorch, a banned module's package), or gets loaded."""
+        return any(t in sys.modules for t in self.tops) or ("torch" in sys.modules and bool(self.patterns))
+
+    # -- PyTorch's two modes --------------------------------------------------------------
+    def stack_functions(self) -> dict | None:
+        """PyTorch's own mode stack functions, each checked to be its builtin; None (tampering) if one is not."""
         C = sys.modules.get("torch._C")
         fns = {}
         for fname in STACK_FUNCTIONS + ("_len_torch_dispatch_stack", "_len_torch_function_stack"):
@@ -235,40 +273,38 @@ def install(names, ops) -> None:
                 (type(fn).__name__ == "builtin_function_or_method" and getattr(fn, "__self__", None) is C
                  and fn.__name__ == fname) or (isinstance(fn, type) and fn.__module__.startswith("torch")))
             if not genuine:
-                tampered(f"torch._C.{fname} was replaced")
-                state["torch"] = "broken"
-                return
+                self.tampered(f"torch._C.{fname} was replaced")
+                return None
             fns[fname] = fn
             if fname in STACK_FUNCTIONS:
-                tamper_ids[id(fn)] = f"torch._C.{fname}"
-                held.append(fn)
+                self.tamper_ids[id(fn)] = f"torch._C.{fname}"
+                self.held.append(fn)
+        return fns
+
+    def mode_classes(self) -> tuple:
+        """The TorchDispatchMode (every operator at the dispatcher) and TorchFunctionMode (every torch API call,
+        by the function object) of the watch, and their bases."""
         from torch.overrides import TorchFunctionMode
         from torch.utils._python_dispatch import TorchDispatchMode
-        import torch._ops as ops_module
-        import os
 
-        torch_dir.append(os.path.dirname(ops_module.__file__) + os.sep)
-        for cls in (ops_module.OpOverloadPacket, ops_module.OpOverload):
-            call = vars(cls).get("__call__")
-            if hasattr(call, "__code__"):
-                op_codes[call.__code__] = cls.__name__
+        watch = self
 
         class _DispatchWatch(TorchDispatchMode):
             def __torch_dispatch__(self, func, types, args=(), kwargs=None):
                 name = func._schema.name
-                if op_banned(name) or op_banned(name.replace("::", "::_", 1)):
-                    hit(name)
+                if watch.op_or_private_banned(name):
+                    watch.hit(name)
                 return func(*args, **(kwargs or {}))
 
         class _FunctionWatch(TorchFunctionMode):
             def __torch_function__(self, func, types, args=(), kwargs=None):
-                name = resolved.objects.get(id(func))
+                name = watch.resolved.objects.get(id(func))
                 if name is not None:
-                    hit(name)
+                    watch.hit(name)
                 else:
                     qual = getattr(func, "__name__", "")
-                    if qual and op_banned(f"aten::{qual}"):
-                        hit(f"torch.{qual}")
+                    if qual and watch.op_banned(f"aten::{qual}"):
+                        watch.hit(f"torch.{qual}")
                 return func(*args, **(kwargs or {}))
 
         # PyTorch wraps a mode's __torch_dispatch__ to keep torch.compile out, importing torch._dynamo (900
@@ -276,95 +312,121 @@ def install(names, ops) -> None:
         wrapped = getattr(vars(_DispatchWatch)["__torch_dispatch__"], "__wrapped__", None)
         if wrapped is not None:
             setattr(wrapped, "__dynamo_disable", wrapped)
-        innocent.clear()  # the stack functions and operator calls are watched from now on
-        torch_state.update(fns=fns, dispatch=_DispatchWatch(), function=_FunctionWatch(),
-                           classes=(_DispatchWatch, _FunctionWatch, TorchDispatchMode, TorchFunctionMode),
-                           dicts=(dict(vars(_DispatchWatch)), dict(vars(_FunctionWatch))), torch=torch)
-        state["torch"] = "ready"
+        return _DispatchWatch, _FunctionWatch, TorchDispatchMode, TorchFunctionMode
 
-    def modes_ok() -> bool:
-        f = torch_state["fns"]
+    def setup_torch(self) -> None:
+        """Build the two modes, with PyTorch's own stack functions (checked to be its builtins)."""
+        torch = sys.modules["torch"]
+        fns = self.stack_functions()
+        if fns is None:
+            self.torch = "broken"
+            return
+        import torch._ops as ops_module
+        import os
+
+        self.torch_dir = os.path.dirname(ops_module.__file__) + os.sep
+        for cls in (ops_module.OpOverloadPacket, ops_module.OpOverload):
+            call = vars(cls).get("__call__")
+            if hasattr(call, "__code__"):
+                self.op_codes[call.__code__] = cls.__name__
+        classes = self.mode_classes()
+        self.innocent.clear()  # the stack functions and operator calls are watched from now on
+        self.modes.update(fns=fns, dispatch=classes[0](), function=classes[1](), classes=classes,
+                          dicts=(dict(vars(classes[0])), dict(vars(classes[1]))), torch=torch)
+        self.torch = "ready"
+
+    def modes_ok(self) -> bool:
+        """The two modes on top of PyTorch's mode stacks, their classes unchanged."""
+        f = self.modes["fns"]
         nd, nf = f["_len_torch_dispatch_stack"](), f["_len_torch_function_stack"]()
-        return (nd > 0 and nf > 0 and f["_get_dispatch_stack_at"](nd - 1) is torch_state["dispatch"]
-                and f["_get_function_stack_at"](nf - 1) is torch_state["function"]
-                and all(dict(vars(c)) == d for c, d in zip(torch_state["classes"], torch_state["dicts"])))
+        return (nd > 0 and nf > 0 and f["_get_dispatch_stack_at"](nd - 1) is self.modes["dispatch"]
+                and f["_get_function_stack_at"](nf - 1) is self.modes["function"]
+                and all(dict(vars(c)) == d for c, d in zip(self.modes["classes"], self.modes["dicts"])))
 
-    def begin() -> None:
-        state["hits"], state["tamper"] = [], []
-        resolved.resolve()
-        if "torch" in sys.modules and state["torch"] is None:
-            setup_torch()
-        if state["torch"] == "ready":
-            f = torch_state["fns"]
-            f["_push_on_torch_function_stack"](torch_state["function"])
-            f["_push_on_torch_dispatch_stack"](torch_state["dispatch"])
-        state["in_call"] = True
-        state["profiled"] = profile_needed()
-        if state["profiled"]:
-            setprofile(profile)
+    def pop_modes(self, problems: list) -> None:
+        """Take the two modes off the stacks after a call; if they are not where begin() put them, that is a
+        problem, and whichever of them is still on top is popped (the next call pushes both again)."""
+        f = self.modes["fns"]
+        if self.modes_ok():
+            f["_pop_torch_dispatch_stack"](None)
+            f["_pop_torch_function_stack"]()
+            return
+        problems.append("PyTorch's mode stack (the submission removed or replaced the grader's operator watch)")
+        for length, at, pop, mine in (("_len_torch_dispatch_stack", "_get_dispatch_stack_at",
+                                       lambda: f["_pop_torch_dispatch_stack"](None), "dispatch"),
+                                      ("_len_torch_function_stack", "_get_function_stack_at",
+                                       f["_pop_torch_function_stack"], "function")):
+            n = f[length]()
+            if n and f[at](n - 1) is self.modes[mine]:
+                pop()
 
-    tops = {n.split(".")[0] for n in names}
+    # -- a call -------------------------------------------------------------------------
+    def begin(self) -> None:
+        self.hits, self.tamper = [], []
+        self.resolved.resolve()
+        if "torch" in sys.modules and self.torch is None:
+            self.setup_torch()
+        if self.torch == "ready":
+            f = self.modes["fns"]
+            f["_push_on_torch_function_stack"](self.modes["function"])
+            f["_push_on_torch_dispatch_stack"](self.modes["dispatch"])
+        self.in_call = True
+        self.profiled = self.profile_needed()
+        if self.profiled:
+            self.setprofile(self.own_profile)
 
-    def profile_needed() -> bool:
-        """The call watch costs a Python call per function call (3-7 times slower pure-Python loops): it runs
-        only when something it watches is loaded (PyTorch, a banned module's package), or gets loaded."""
-        return any(t in sys.modules for t in tops) or ("torch" in sys.modules and bool(patterns))
-
-    def end(out: list) -> None:
-        still = (getprofile() is profile or not state["profiled"]) and gettrace() is None
-        state["in_call"] = False
-        setprofile(None)
-        problems = list(state["tamper"]) + list(state["import_tamper"])
+    def end(self, out: list) -> None:
+        """After a call: the watch off again, and what was banned or tampered with added to `out`."""
+        still = (self.getprofile() is self.own_profile or not self.profiled) and self.gettrace() is None
+        self.in_call = False
+        self.setprofile(None)
+        problems = list(self.tamper) + list(self.import_tamper)
         if not still:
             problems.append("sys.setprofile or sys.settrace (the submission switched off the grader's call watch, "
                             "or installed a tracer of its own)")
-        if state["torch"] == "ready":
-            if modes_ok():
-                f = torch_state["fns"]
-                f["_pop_torch_dispatch_stack"](None)
-                f["_pop_torch_function_stack"]()
-            else:  # this call fails; the next one starts with the two modes pushed again
-                problems.append("PyTorch's mode stack (the submission removed or replaced the grader's operator "
-                                "watch)")
-                f = torch_state["fns"]
-                for length, at, pop, mine in (("_len_torch_dispatch_stack", "_get_dispatch_stack_at",
-                                               lambda: f["_pop_torch_dispatch_stack"](None), "dispatch"),
-                                              ("_len_torch_function_stack", "_get_function_stack_at",
-                                               f["_pop_torch_function_stack"], "function")):
-                    n = f[length]()
-                    if n and f[at](n - 1) is torch_state[mine]:
-                        pop()
-        elif state["torch"] == "broken":
+        if self.torch == "ready":
+            self.pop_modes(problems)  # a call that moved them fails; the next one starts with them pushed again
+        elif self.torch == "broken":
             problems.append("PyTorch's mode stack functions (replaced, so the operator watch cannot run)")
-        hits = state["hits"]
+        hits = self.hits
         implied = [p for h in hits if "::" not in h for p in FUNCTION_OPS.get(h, ())]
         hits = [h for h in hits if not ("::" in h and any(fnmatch.fnmatchcase(h, p) for p in implied))]
         out += hits + [f"tampering with the grader: {p}" for p in problems]  # operators named once, by function
-        state["hits"], state["tamper"] = [], []
+        self.hits, self.tamper = [], []
 
-    def hook(event, args):
+    # -- the audit hook -------------------------------------------------------------------
+    def hook(self, event, args):
+        """The audit hook: the worker's begin and end of a call, and what would reach the watch."""
         if event == EVENT:
             command = args[0]
-            if command == "begin" and not state["in_call"]:
-                begin()
-            elif command == "end" and state["in_call"] and len(args) > 1 and isinstance(args[1], list):
-                end(args[1])
+            if command == "begin" and not self.in_call:
+                self.begin()
+            elif command == "end" and self.in_call and len(args) > 1 and isinstance(args[1], list):
+                self.end(args[1])
             else:  # a call out of order: someone other than the worker
-                tampered(f"sys.audit({EVENT!r}, {command!r}) called out of order")
+                self.tampered(f"sys.audit({EVENT!r}, {command!r}) called out of order")
             return
-        if event == "import" and state["in_call"] and not state["profiled"] and isinstance(args[0], str) and (
-                args[0].split(".")[0] in tops or (args[0].split(".")[0] == "torch" and patterns)):
-            state["profiled"] = True  # a watched package is being imported during the call: watch from now on
-            setprofile(profile)
-        elif event in TAMPER_EVENTS and (state["in_call"] or not event.startswith("ctypes.")):
-            tampered(event)
-        elif event == "object.__setattr__" and torch_state and args and args[0] in torch_state["classes"]:
-            tampered(f"setting {getattr(args[0], '__name__', '?')}.{args[1]}")
-        elif event == "sys.addaudithook" and state["in_call"]:
-            tampered("sys.addaudithook")
+        if event == "import" and self.in_call and not self.profiled and isinstance(args[0], str) and (
+                args[0].split(".")[0] in self.tops or (args[0].split(".")[0] == "torch" and self.patterns)):
+            self.profiled = True  # a watched package is being imported during the call: watch from now on
+            self.setprofile(self.own_profile)
+        elif event in TAMPER_EVENTS and (self.in_call or not event.startswith("ctypes.")):
+            self.tampered(event)
+        elif event == "object.__setattr__" and args and (
+                args[0] is self or args[0] is Watch or (self.modes and args[0] in self.modes["classes"])):
+            self.tampered(f"setting {getattr(args[0], '__name__', type(args[0]).__name__)}.{args[1]}")
+        elif event == "sys.addaudithook" and self.in_call:
+            self.tampered("sys.addaudithook")
 
-    sys.addaudithook(hook)
-    del audit
+    # sys.audit looks up __cantrace__ on every hook at every event (frame.f_code, read by the profile function at
+    # each call, is one): on a bound method a miss raises and clears an AttributeError, three times the cost of the
+    # hook itself. False is what a miss means: the hook runs with tracing and profiling paused.
+    hook.__cantrace__ = False
+
+
+def install(names, ops) -> None:
+    """Install the watch for banned `names` (functions, classes, modules) and `ops` (operator patterns)."""
+    sys.addaudithook(Watch(names, ops).hook)
 
 
 def watch(audit, hits: list, fn, *args, **kwargs):
