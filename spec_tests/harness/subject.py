@@ -112,7 +112,8 @@ def _forget(key: int, ref) -> None:
         del _RESULTS[key]
 
 
-def _remember(result, call: Call) -> None:
+def remember(result, call: Call) -> None:
+    """Note that `call` made the arrays in `result`, for call_of (an isolated subject records its calls too)."""
     def add(a):
         if isinstance(a, np.ndarray):
             key = id(a)
@@ -308,7 +309,7 @@ class Subject:
             call.seen_dtype = arrays.native_dtype_name(first)
         out = self.to_numpy(result)
         call.result = out
-        _remember(out, call)
+        remember(out, call)
         return out
 
     def __getattr__(self, fname: str):

@@ -16,6 +16,7 @@ One concern per module:
     identity.py   an unprivileged user id per worker (root only), locked against other suites
     processes.py  the subreaper, finding and killing what a worker leaves behind, CPU time
     session.py    one worker: start, a request under its limits, restart, stop
+    remote.py     an array that stays in the worker, held here by its handle
     guard.py      (in the worker) the watch on banned functions and PyTorch operators
     this module   what the plugin uses: load(), the Subject whose calls go over the wire
 """
@@ -23,15 +24,14 @@ One concern per module:
 from __future__ import annotations
 
 import atexit
-import sys
 
 import numpy as np
 import pytest
 
 from spec_tests.harness import arrays, feedback
-from spec_tests.sandbox import wire
 from spec_tests.sandbox.identity import UID_RANGE  # noqa: F401 (re-exported: tests and tools use it)
 from spec_tests.sandbox.limits import Limits  # noqa: F401 (re-exported)
+from spec_tests.sandbox.remote import RemoteArray
 from spec_tests.harness.loader import Implementation
 from spec_tests.sandbox.session import (  # noqa: F401 (re-exported)
     SCRATCH_PREFIX,
@@ -39,10 +39,11 @@ from spec_tests.sandbox.session import (  # noqa: F401 (re-exported)
     LoadError,
     Session,
     SubmissionError,
+    forget,
     shutdown,
     summary,
 )
-from spec_tests.harness.subject import Call, NotImplementedYet, Subject, _remember, autocast_state
+from spec_tests.harness.subject import Call, NotImplementedYet, Subject, autocast_state, remember
 
 atexit.register(shutdown)
 
@@ -55,14 +56,12 @@ def _describe_call(fname: str, args, kwargs) -> str:
 # -- what the plugin uses ------------------------------------------------------------------
 def load(spec: str, limits: Limits) -> Implementation:
     """Like loader.load, but the module is imported only in a worker; the suite gets its declarations."""
-    from spec_tests.sandbox.session import _SESSIONS
-
     session = Session(spec, limits)
     try:
         d = session.start()
     except BaseException:
         session.close()
-        _SESSIONS.remove(session) if session in _SESSIONS else None
+        forget(session)
         raise
     impl = Implementation(name=str(d["name"]), spec=spec, module=None, backend=str(d["backend"]),
                           device=str(d["device"]), dtypes=tuple(str(x) for x in d["dtypes"]),
@@ -70,54 +69,6 @@ def load(spec: str, limits: Limits) -> Implementation:
                           contract=tuple(d["contract"]) if d.get("contract") else None, flash=bool(d.get("flash")))
     impl.remote = session
     return impl
-
-
-class RemoteArray:
-    """An array of the implementation's backend that stays in the worker (impl.native's result there)."""
-
-    def __init__(self, session: Session, handle: wire.Handle):
-        self._session, self._handle = session, handle
-
-    @property
-    def dtype(self):
-        """torch's dtype object when the test has torch at hand (`y.dtype == torch.float32`), else its name."""
-        torch = sys.modules.get("torch")
-        if torch is not None and self._session.description.get("backend") == "torch":
-            return getattr(torch, self._handle.dtype, self._handle.dtype)
-        return self._handle.dtype
-
-    shape = property(lambda self: self._handle.shape)
-    ndim = property(lambda self: len(self._handle.shape))
-
-    def _ask(self, body: dict, what: str):
-        subject = getattr(self._session, "subject", None)
-        return self._session.request(subject, dict(body, target=self._handle, autocast=autocast_state()), what)
-
-    def requires_grad_(self, flag: bool = True):
-        return self._ask({"op": "method", "name": "requires_grad_", "args": [bool(flag)]}, "requires_grad_()")
-
-    def sum(self):
-        return self._ask({"op": "method", "name": "sum", "args": []}, "sum()")
-
-    def backward(self):
-        return self._ask({"op": "method", "name": "backward", "args": []}, "backward()")
-
-    def detach(self):
-        return self._ask({"op": "method", "name": "detach", "args": []}, "detach()")
-
-    def __getitem__(self, key):
-        return self._ask({"op": "method", "name": "__getitem__", "args": [key]}, "indexing")
-
-    @property
-    def requires_grad(self) -> bool:
-        return bool(self._ask({"op": "attr", "name": "requires_grad"}, ".requires_grad"))
-
-    @property
-    def grad(self):
-        return self._ask({"op": "attr", "name": "grad"}, ".grad")
-
-    def __repr__(self) -> str:
-        return f"RemoteArray({self._handle.dtype}, shape={self._handle.shape})"
 
 
 def _contains(value, leaf) -> bool:
@@ -214,6 +165,6 @@ class IsolatedSubject(Subject):
         call.seen_dtype = reply.get("dtype")
         out = reply["result"]
         call.result = out
-        _remember(out, call)
+        remember(out, call)
         return out
 

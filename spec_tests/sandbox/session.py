@@ -39,6 +39,7 @@ from spec_tests.sandbox import limits as limits_mod, processes, wire
 from spec_tests.harness.context import current
 from spec_tests.sandbox.identity import Identity
 from spec_tests.sandbox.limits import Limits
+from spec_tests.sandbox.remote import RemoteArray
 from spec_tests.harness.loader import IMPLS_DIR
 
 SCRATCH_PREFIX = "mha-spec-worker-"  # the worker's scratch folder; its copy of the implementation is in impl/
@@ -290,7 +291,7 @@ class Session:
         try:
             payload = wire.read(self.fd_in, deadline, check=check if cpu is not None else None)
             used = processes.cpu_seconds(pid) - cpu0
-            reply = wire.decode(payload, handle=lambda h: _remote_array(self, h))
+            reply = wire.decode(payload, handle=lambda h: RemoteArray(self, h))
             if not isinstance(reply, dict) or not ({"ok", "error"} & set(reply)):
                 raise wire.WireError("a reply without a result or an error")
             return reply, used
@@ -422,12 +423,6 @@ def _failure(subject, what: str, problem: str) -> IsolationFailure:
     return IsolationFailure("\n".join(lines))
 
 
-def _remote_array(session, handle):
-    from spec_tests.sandbox.isolation import RemoteArray
-
-    return RemoteArray(session, handle)
-
-
 _SESSIONS: list[Session] = []
 
 
@@ -435,6 +430,12 @@ def shutdown() -> None:
     """End every worker this process started (plugin's pytest_unconfigure, and at exit)."""
     while _SESSIONS:
         _SESSIONS.pop().close()
+
+
+def forget(session: Session) -> None:
+    """Drop a session from those shutdown() and summary() know (one that failed to start, once closed)."""
+    if session in _SESSIONS:
+        _SESSIONS.remove(session)
 
 
 def _terminated(signum, frame):
