@@ -1,5 +1,6 @@
 """The executable specification of multi-head attention: chapters (test_*.py) and their harness."""
 
 from spec_tests.harness.loader import load_impl
+from spec_tests.harness.scope import OutOfScope  # an implementation's "I cannot express this input" (CONTRACT.md)
 
-__all__ = ["load_impl"]
+__all__ = ["OutOfScope", "load_impl"]

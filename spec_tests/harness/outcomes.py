@@ -9,7 +9,7 @@ suite's own frames are noise). Anything else shows pytest's own traceback.
 
 from __future__ import annotations
 
-from spec_tests.harness import carried
+from spec_tests.harness import carried, scope
 from spec_tests.harness import report as report_mod
 from spec_tests.harness.feedback import SpecFailure
 from spec_tests.harness.items import claims_of, subject_of
@@ -83,6 +83,11 @@ def optional_not_implemented(item, found: list[BaseException]) -> bool:
 def shape(item, rep, call) -> None:
     """A failed report's text, from its exceptions; a later chapter's function not written yet: a skip."""
     found = leaves(call.excinfo.value) if call.excinfo is not None and rep.failed else []
+    out_of_scope = scope.all_out_of_scope(item.nodeid, found)
+    if out_of_scope is not None:  # every example declared out of scope (harness/scope.py): not a failure
+        rep.outcome = "skipped"
+        rep.longrepr = (str(item.path), item.location[1] or 0, f"Skipped: {scope.OUT_OF_SCOPE}: {out_of_scope}")
+        return
     if optional_not_implemented(item, found):  # a later chapter's function: optional, so a skip
         rep.outcome = "skipped"
         rep.longrepr = (str(item.path), item.location[1] or 0, "Skipped: " + not_implemented_text(found))
@@ -104,6 +109,7 @@ def _skip_reason(rep) -> str:
 
 
 SKIPS = ((NOT_IMPLEMENTED, report_mod.NOT_IMPL), (NOT_APPLICABLE, report_mod.NOT_APPL),
+         (scope.OUT_OF_SCOPE, report_mod.OUT_OF_SCOPE),
          (UNAVAILABLE, report_mod.UNAVAILABLE),
          ("could not import", report_mod.UNAVAILABLE))  # pytest.importorskip: a package missing
 
@@ -112,8 +118,8 @@ def classify(rep, call) -> tuple[str, str]:
     """A test's outcome (harness/report.py) and its message, from its final report."""
     if hasattr(rep, "wasxfail"):
         return (report_mod.XFAILED, rep.wasxfail) if rep.skipped else (report_mod.FAILED, "passed unexpectedly")
-    if rep.passed:
-        return report_mod.PASSED, ""
+    if rep.passed:  # some of its examples may have been out of scope: the message says how many
+        return report_mod.PASSED, scope.note(rep.nodeid)
     if rep.skipped:
         reason = _skip_reason(rep)
         for prefix, status in SKIPS:
@@ -133,6 +139,8 @@ def outcome_of(item, rep, call) -> report_mod.Outcome:
     outcome, message = classify(rep, call)
     if rep.when == "call":  # a claim met with error carried forward says so (harness/carried.py)
         message = message or carried.note_for(item.nodeid)
+    if is_final(rep):
+        scope.forget(item.nodeid)
     return report_mod.Outcome(
         nodeid=item.nodeid, test=getattr(item, "originalname", item.name),
         impl=subject.name if subject and not demo else "", dtype=subject.dtype if subject and not demo else "",

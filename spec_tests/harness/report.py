@@ -1,8 +1,9 @@
 """Outcomes by claim: the end-of-run summary table and the JSON report.
 
 Each test's outcome for one implementation and dtype is one of:
-passed, failed, not implemented, not applicable, unavailable, expected failure, skipped.
-A claim's status for an implementation combines its tests over all dtypes.
+passed, failed, not implemented, not applicable, out of scope, unavailable, expected failure, skipped.
+A claim's status for an implementation combines its tests over all dtypes; a claim whose every test is
+out of scope (or not applicable) is "out of scope": not applicable to it, by its own declaration.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from spec_tests.harness import claims as catalogue
 
 PASSED, FAILED, NOT_IMPL, NOT_APPL = "passed", "failed", "not implemented", "not applicable"
 UNAVAILABLE, XFAILED, SKIPPED = "unavailable", "expected failure", "skipped"
+OUT_OF_SCOPE = "out of scope"  # the implementation declared the test's inputs outside what it can express
 
 
 @dataclass
@@ -39,6 +41,8 @@ def claim_status(outcomes: list[str]) -> str:
         return FAILED
     if s <= {NOT_APPL}:
         return NOT_APPL
+    if s <= {NOT_APPL, OUT_OF_SCOPE}:  # not applicable to it, by its own declaration (harness/scope.py)
+        return OUT_OF_SCOPE
     if UNAVAILABLE in s and s <= {UNAVAILABLE, NOT_APPL}:
         return UNAVAILABLE
     if NOT_IMPL in s:
@@ -63,7 +67,7 @@ def by_claim(records: list[Outcome]) -> dict[str, dict[str, str]]:
 
 
 SYMBOL = {PASSED: "pass", FAILED: "FAIL", NOT_IMPL: "not impl", NOT_APPL: "n/a", UNAVAILABLE: "unavail",
-          XFAILED: "xfail", SKIPPED: "skip", "partly implemented": "partial"}
+          XFAILED: "xfail", SKIPPED: "skip", "partly implemented": "partial", OUT_OF_SCOPE: "scope"}
 
 
 def summary_lines(records: list[Outcome], impls: list[str], width: int = 120) -> list[str]:
@@ -104,6 +108,13 @@ def scope_lines(records: list[Outcome], impls) -> list[str]:
         if impl.contract is not None:
             lines.append(f"{impl.name} declares CONTRACT = ({', '.join(impl.contract)}): the claims of the other "
                          "contract functions are not applicable to it")
+        out = [r for r in mine if r.outcome == OUT_OF_SCOPE]
+        partly = [r for r in mine if r.outcome == PASSED and OUT_OF_SCOPE in r.message]
+        if out or partly:
+            reasons = sorted({r.message.split(": ", 1)[-1].split(" (")[0] for r in out})
+            lines.append(f"{impl.name}: {len(out)} test(s) out of scope (every input declared outside what it can "
+                         f"express), {len(partly)} passed with some examples out of scope"
+                         + (f"; reasons: {'; '.join(reasons[:6])}" if reasons else ""))
         blocking = [r for r in mine if r.outcome == NOT_IMPL and r.failed_run]
         optional = [r for r in mine if r.outcome == NOT_IMPL and not r.failed_run]
         if blocking:

@@ -8,7 +8,11 @@ so that a failure can print a snippet that reproduces it.
 
 Complete or red: a missing v1 function, or one raising NotImplementedError, fails the test as
 "not implemented" (the run stays red); a later chapter's function is optional, and its tests are
-skipped as "not implemented". A function outside the part of the contract a module declares
+skipped as "not implemented". A NotImplementedError raised for the plain case (a call with NumPy
+inputs and no keyword beyond its default) makes the function "not implemented" for the rest of the
+session; raised for one kind of input (a mask, a backward pass, native arrays), it decides that test
+only, with the implementation's message. An input the implementation declares out of its scope
+(harness/scope.py, OutOfScope) is not judged. A function outside the part of the contract a module declares
 (CONTRACT = (...)) is "not applicable". A contract function without a keyword of the contract
 (is_causal, scale, mask, eps, ...) fails every test that passes it, naming the keyword.
 """
@@ -26,7 +30,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from spec_tests.harness import arrays, feedback
+from spec_tests.harness import arrays, feedback, scope
 from spec_tests.harness.context import current
 from spec_tests.harness.loader import LATER_KEYWORDS, TILING_KEYWORDS, Implementation
 
@@ -133,6 +137,11 @@ def call_of(a) -> Call | None:
     return None
 
 
+def _given(value) -> bool:
+    """A keyword argument that asks for more than the plain case: not None, not False (mask, is_causal, scale)."""
+    return value is not None and value is not False
+
+
 @functools.lru_cache(maxsize=None)
 def _keywords(fn) -> frozenset | None:
     """The keyword names fn accepts, or None when it takes **kwargs or has no signature."""
@@ -196,6 +205,12 @@ class Subject:
             return False
         return not self._missing_keywords(fn, keywords)
 
+    def callable(self, fname: str) -> bool:
+        """Whether a test may choose to call `fname`: the module has it, inside its declared CONTRACT, and it
+        has not raised NotImplementedError for the plain case (a test that draws which function to call,
+        PREC-3, draws among these)."""
+        return self.has(fname) and self.impl.in_scope(fname) and fname not in self._unimplemented
+
     @staticmethod
     def _missing_keywords(fn, keywords) -> list[str]:
         accepted = _keywords(fn)
@@ -238,14 +253,24 @@ class Subject:
         if fname in self._unimplemented:
             raise NotImplementedYet(self._unimplemented[fname], fname)
 
-    def _invoke(self, fname: str, *args, **kwargs):
+    def _invoke(self, fname: str, *args, plain: bool = False, **kwargs):
         fn = self.function(fname, *kwargs)
+        nodeid = current().nodeid
         try:
-            return fn(*args, **kwargs)
+            result = fn(*args, **kwargs)
+        except scope.OutOfScope as exc:  # declared scope (harness/scope.py): this input is not judged
+            scope.declared(nodeid, exc)
         except NotImplementedError as exc:
             text = str(exc)
-            self._unimplemented[fname] = text if fname in text else f"{fname}: {text or 'raises NotImplementedError'}"
-            raise NotImplementedYet(self._unimplemented[fname], fname) from None
+            text = text if fname in text else f"{fname}: {text or 'raises NotImplementedError'}"
+            if plain and not any(_given(v) for v in kwargs.values()):  # the plain case: the whole function
+                self._unimplemented[fname] = text
+            else:  # one kind of input (a keyword, a backward pass): this test only
+                asked = ", ".join(k for k, v in kwargs.items() if _given(v))
+                text = f"{text} (raised for this input only{': ' + asked if asked else ''})"
+            raise NotImplementedYet(text, fname) from None
+        scope.judged(nodeid)
+        return result
 
     @contextlib.contextmanager
     def expecting_error(self):
@@ -263,7 +288,7 @@ class Subject:
         there (other than NotImplementedError) is reported as a claim failure, with the input, the
         known-bug diagnosis and a snippet, instead of a bare traceback from inside the suite."""
         call.error = type(exc).__name__
-        if self._expecting_error or isinstance(exc, (NotImplementedError, feedback.SpecFailure)):
+        if self._expecting_error or isinstance(exc, (NotImplementedError, feedback.SpecFailure)) or scope.is_rejection(exc):
             return
         try:
             feedback.fail(self, f"{call.fname} on valid input returns a result",
@@ -300,7 +325,7 @@ class Subject:
         """Call with NumPy inputs; return NumPy float64 results and remember the call."""
         call = self._record(Call(self, fname, args, kwargs))
         try:
-            result = self._invoke(fname, *self.native(args), **self.native(kwargs))
+            result = self._invoke(fname, *self.native(args), plain=True, **self.native(kwargs))
         except Exception as exc:
             self._raised(call, exc)
             raise
