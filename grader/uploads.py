@@ -1,6 +1,7 @@
 """Uploads as students make them: which file of a submission is graded.
 
-A submission is whatever a student uploaded: one `.py` file of any name, a folder, a `.zip`
+A submission is whatever a student uploaded: one `.py` file of any name, a Jupyter notebook
+(`.ipynb`: its code cells, read with nbformat, spec_tests/harness/notebook.py), a folder, a `.zip`
 (often holding a folder), or several files where one imports helpers from the others
 (`import helpers`, `from .helpers import f`). The graded module is the one that defines the
 most of the contract's functions (docs/contract.md), at the top level of the file:
@@ -28,6 +29,7 @@ import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
+from spec_tests.harness import notebook
 from spec_tests.harness.loader import CONTRACT_FUNCTIONS
 
 ENTRY_NAMES = ("attention.py", "submission.py", "mha.py")  # preferred among files that tie
@@ -87,9 +89,22 @@ def _uses_relative_imports(source: str) -> bool:
     return any(isinstance(n, ast.ImportFrom) and n.level > 0 for n in ast.walk(tree))
 
 
+SOURCES = (".py", ".ipynb")  # a module, or a Jupyter notebook (its code cells: spec_tests/harness/notebook.py)
+
+
+def source_of(path: Path) -> str:
+    """The Python a file holds: a .py file's text, a notebook's code cells."""
+    if path.suffix == ".ipynb":
+        try:
+            return notebook.python_source(path)
+        except ValueError:
+            return ""
+    return path.read_text(errors="replace")
+
+
 def python_files(folder: Path) -> list[PurePosixPath]:
     out = []
-    for path in sorted(folder.rglob("*.py")):
+    for path in sorted(p for p in folder.rglob("*") if p.suffix in SOURCES):
         rel = PurePosixPath(path.relative_to(folder).as_posix())
         if path.is_file() and not path.is_symlink() and not _skipped(rel):
             out.append(rel)
@@ -106,7 +121,7 @@ def choose(folder: Path) -> tuple[PurePosixPath, list[PurePosixPath]]:
         return candidates[0], []
     scored = []
     for rel in candidates:
-        found = defined_functions((folder / rel).read_text(errors="replace"))
+        found = defined_functions(source_of(folder / rel))
         scored.append((len(found) if found is not None else -1, rel))
     best = max(n for n, _ in scored)
     if best > 0:
@@ -164,11 +179,12 @@ def _copy(submission: Path, target: Path) -> None:
     elif submission.suffix == ".zip":
         target.mkdir()
         unzip(submission, target)
-    elif submission.suffix == ".py":
+    elif submission.suffix in SOURCES:
         target.mkdir()
         shutil.copyfile(submission, target / submission.name)
     else:
-        raise SubmissionError(f"{submission.name} is neither a .py file, a .zip archive nor a folder")
+        raise SubmissionError(f"{submission.name} is neither a .py file, a Jupyter notebook (.ipynb), "
+                              "a .zip archive nor a folder")
 
 
 def stage(submission: Path, workdir: Path) -> Staged:
@@ -185,7 +201,7 @@ def stage(submission: Path, workdir: Path) -> Staged:
     if others:
         staged.notes.append(f"the upload holds other .py files too ({', '.join(f'`{o}`' for o in others[:8])}); "
                             "the graded one is the file that defines the most functions of the contract")
-    if _uses_relative_imports(staged.entry.read_text(errors="replace")):
+    if staged.entry.suffix == ".py" and _uses_relative_imports(staged.entry.read_text(errors="replace")):
         staged.entry = _as_package(target, rel)
     for folder, _, files in os.walk(target):
         os.chmod(folder, 0o755)

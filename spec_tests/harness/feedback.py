@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from spec_tests.harness import claims as claim_catalogue
+from spec_tests.harness import notebook
 from spec_tests.harness.context import CURRENT, current
 
 LITERAL_LIMIT = 64  # arrays with more elements than this are saved to a .npz file
@@ -256,6 +257,10 @@ def fail(subject, what: str, details: list[str], calls=(), hint_data: dict | Non
         args = ", ".join(describe(a) for a in c.args)
         kws = ", ".join(f"{k}={describe(v)}" for k, v in c.kwargs.items())
         lines.append(f"  input: {c.fname}({', '.join(x for x in (args, kws) if x)})")
+    for fname in dict.fromkeys(c.fname for c in calls):  # a notebook's function: the cell that defines it
+        cell = notebook.located(getattr(subject, "impl", None), fname)
+        if cell:
+            lines.append(f"  {fname} is defined in {cell}")
     lines += [f"  {d}" for d in details]
     info = current()
     data = dict(hint_data or {}, subject=subject, calls=list(calls), claims=claim_ids or info.claims,

@@ -3,6 +3,7 @@
 An implementation is one Python module obeying the contract in CONTRACT.md, named by
   * a stem of a file under impls/          --impl torch_sdpa
   * a path to any .py file                  --impl ~/hw/attention.py
+  * a path to a Jupyter notebook            --impl ~/hw/attention.ipynb   (harness/notebook.py)
   * an importable module name               --impl mypkg.attention
   * `all`: every module under impls/ that can run here (not the template, not mutants)
 or a comma-separated list of these. Without --impl, the suite runs `all`.
@@ -100,13 +101,26 @@ def _import_path(path: Path) -> ModuleType:
     return module
 
 
+_NOTEBOOK_NOTES: dict[str, list[str]] = {}  # a notebook module's name -> the notes of its loading
+
+
+def _import_notebook(path: Path) -> ModuleType:
+    from spec_tests.harness import notebook
+
+    module, notes = notebook.load(path, ALL_FUNCTIONS)
+    _NOTEBOOK_NOTES[module.__name__] = notes
+    return module
+
+
 def load_module(spec: str) -> tuple[str, ModuleType, str | None]:
     """Import what `spec` names; return (display name, module, file path)."""
     expanded = os.path.expanduser(spec)
-    if expanded.endswith(".py") or os.sep in expanded:
+    if expanded.endswith((".py", ".ipynb")) or os.sep in expanded:
         path = Path(expanded).resolve()
         if not path.is_file():
             raise FileNotFoundError(f"--impl {spec}: no such file {path}")
+        if path.suffix == ".ipynb":  # a Jupyter notebook: its code cells, run in order (harness/notebook.py)
+            return path.stem, _import_notebook(path), str(path)
         return path.stem, _import_path(path), str(path)
     if (IMPLS_DIR / f"{spec}.py").is_file():
         module = importlib.import_module(f"impls.{spec}")
@@ -178,6 +192,7 @@ def load(spec: str) -> Implementation:
         missing = _device_missing(backend, device)
     except ModuleNotFoundError as exc:
         missing = f"cannot import: {exc}"
+    notes += _NOTEBOOK_NOTES.get(module.__name__, [])  # a notebook's: what was skipped, where functions are
     impl = Implementation(name=name, spec=spec, module=module, backend=backend, device=device,
                           dtypes=dtypes, unavailable=missing, path=path, notes=notes,
                           contract=declared_contract(module), flash=declared_flash(module))

@@ -6,7 +6,13 @@ that file's folder and finds no configuration (no markers, no `-m "not slow"`, t
 directory collected, test ids relative to a foreign folder). `redetermine`, called from the plugin's
 pytest_load_initial_conftests once --impl is known, repeats the search on the real test paths. Without
 any, from a folder that is not the project, the run uses the project's configuration and collects
-spec_tests/, so that it is the same from anywhere.
+spec_tests/, so that it is the same from anywhere. A run whose test paths all lie in the suite
+(`pytest --pyargs spec_tests`, a path into an installed spec_tests/) and find no configuration file
+uses the project's configuration too, with or without --impl.
+
+The project's configuration is pyproject.toml's [tool.pytest.ini_options] in the repository, and
+spec_tests/pytest_config.toml, the same values shipped as package data, where the package is
+installed and no pyproject.toml lies beside it (`config_file`).
 
 No public pytest API does this. pytest decides the rootdir and the configuration file in Config.parse,
 before any hook sees the arguments, stores them in private attributes (`rootpath` and `inipath` are
@@ -26,6 +32,26 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]  # the repository (or installed project) holding spec_tests/
 PROJECT_INI = ROOT / "pyproject.toml"
 SPEC_DIR = ROOT / "spec_tests"
+PACKAGED_INI = SPEC_DIR / "pytest_config.toml"  # installed: the same values as pyproject.toml's
+
+
+def config_file() -> Path:
+    """The project's pytest configuration: the repository's pyproject.toml, else the packaged copy."""
+    return PROJECT_INI if PROJECT_INI.is_file() else PACKAGED_INI
+
+
+def _inside_suite(paths: list[str], pyargs: bool, invocation_dir: Path) -> bool:
+    """Whether every test path names the suite's folder or something in it."""
+    if not paths:
+        return False
+    for arg in paths:
+        target = arg.split("::", 1)[0]
+        if pyargs and (target == SPEC_DIR.name or target.startswith(SPEC_DIR.name + ".")):
+            continue
+        path = (invocation_dir / Path(target).expanduser()).resolve()
+        if path != SPEC_DIR and SPEC_DIR not in path.parents:
+            return False
+    return True
 
 
 def determine_setup(config, known):
@@ -64,16 +90,22 @@ def adopt(config, parser, args, rootpath, inipath, inicfg) -> None:
 def redetermine(early_config, parser, args) -> None:
     """The rootdir and configuration file of a run with --impl, chosen on its real test paths."""
     known = parser.parse_known_args(args, namespace=copy.copy(early_config.option))
-    if not getattr(known, "impl", None):
+    with_impl = bool(getattr(known, "impl", None))
+    paths = list(getattr(known, "file_or_dir", []) or [])
+    if not with_impl and not paths:
         return
     try:
         rootpath, inipath, inicfg = determine_setup(early_config, known)
     except pytest.UsageError:
         return  # pytest reports a bad --rootdir or -c itself
-    paths = list(getattr(known, "file_or_dir", []) or [])
-    if not paths and inipath != PROJECT_INI and PROJECT_INI.is_file():
-        known.inifilename, known.rootdir = str(PROJECT_INI), str(ROOT)
+    project = config_file()
+    no_paths = with_impl and not paths and inipath != project
+    in_suite = inipath is None and _inside_suite(paths, bool(getattr(known, "pyargs", False)),
+                                                 early_config.invocation_params.dir)
+    if (no_paths or in_suite) and project.is_file():
+        known.inifilename, known.rootdir = str(project), str(ROOT)
         rootpath, inipath, inicfg = determine_setup(early_config, known)
-        args.append(str(SPEC_DIR))
+        if no_paths:
+            args.append(str(SPEC_DIR))
     if (rootpath, inipath) != (early_config.rootpath, early_config.inipath):
         adopt(early_config, parser, args, rootpath, inipath, inicfg)

@@ -7,7 +7,7 @@ import traceback
 
 import pytest
 
-from spec_tests.harness import arrays, loader
+from spec_tests.harness import arrays, loader, notebook
 from spec_tests.harness.subject import Subject
 from spec_tests.sandbox import isolation
 
@@ -58,6 +58,7 @@ def header_lines(impls) -> list[str]:
     for impl in impls:
         state = f"UNAVAILABLE ({impl.unavailable})" if impl.unavailable else f"{impl.backend}/{impl.device}"
         lines.append(f"  {impl.name:<16} {state}  dtypes: {', '.join(impl.dtypes)}")
+        lines += [f"    {note}" for note in notebook.header_notes(impl)]  # a notebook's skipped lines and cells
     return lines
 
 

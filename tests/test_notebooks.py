@@ -1,0 +1,121 @@
+"""A Jupyter notebook as an implementation: checked (`python -m spec_tests check hw.ipynb`), graded
+(`python -m spec_tests.grade hw.ipynb`), and checking itself from inside (`check(globals(), ...)`).
+
+The notebooks are written with nbformat as a learner's would be: a Markdown cell, a cell with an
+IPython magic and a shell line, the functions, a demo cell, the in-notebook check cell.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from spec_tests.harness import notebook
+from tests.grading_helpers import EPS_OUTSIDE, correct_source, grade, results
+
+V4 = nbformat.v4
+DEMO = "q = np.ones((1, 2, 4))\nprint('demo:', scaled_dot_product_attention(q, q, q).shape)"
+CHECK_CELL = 'from spec_tests import check\ncheck(globals(), chapter="layer_norm")'
+
+
+def write_notebook(path: Path, *code: str) -> Path:
+    nb = V4.new_notebook()
+    nb.cells = [V4.new_markdown_cell("# Homework: attention"),
+                V4.new_code_cell("%matplotlib inline\n!pip install numpy\nimport numpy as np"),
+                *[V4.new_code_cell(c) for c in code]]
+    nbformat.write(nb, str(path))
+    return path
+
+
+def learner_notebook(path: Path, *patches: str) -> Path:
+    """Cells: Markdown (1), magics (2), the correct functions (3), the demo (4), patches (5...), check."""
+    return write_notebook(path, correct_source(), DEMO, *patches, CHECK_CELL)
+
+
+def env(**extra) -> dict:
+    out = {k: v for k, v in os.environ.items() if k not in ("MHA_SPEC_IMPL",)}
+    out.update(extra)
+    return out
+
+
+def spec_check(tmp_path: Path, target: str, *args: str, **extra_env) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "spec_tests", "check", target, "-p", "no:cacheprovider", *args],
+                          cwd=tmp_path, env=env(**extra_env), capture_output=True, text=True, timeout=600)
+
+
+def test_correct_notebook_is_checked_green(tmp_path):
+    learner_notebook(tmp_path / "hw.ipynb")
+    proc = spec_check(tmp_path, "hw.ipynb", "--chapter", "sdpa,masks,layer_norm")
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-3000:]
+    assert "cell 2 (`%matplotlib inline`): skipped 2 IPython line(s)" in out, out[:3000]
+    assert "check(): skipped while this notebook is itself being checked" in out  # no run inside the run
+    assert "demo: (1, 2, 4)" in out
+
+
+def test_known_bug_in_a_cell_fails_its_claim_naming_the_cell(tmp_path):
+    learner_notebook(tmp_path / "hw.ipynb", EPS_OUTSIDE)
+    proc = spec_check(tmp_path, "hw.ipynb", "--chapter", "layer_norm")
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 1, out[-3000:]
+    assert "LN-1 does not hold" in out, out[-3000:]
+    assert "layer_norm is defined in cell 5 (`def layer_norm(x, gamma, beta, eps=1e-5):`)" in out, out[-3000:]
+
+
+def test_a_cell_past_its_time_limit_is_stopped_and_the_next_cells_run(tmp_path):
+    write_notebook(tmp_path / "hw.ipynb", correct_source(), "step = 0\nwhile True:\n    step += 1",
+                   "LATE = 1\n1 / 0", "AFTER = 2")
+    proc = spec_check(tmp_path, "hw.ipynb", "--claim", "LN-1", MHA_SPEC_CELL_SECONDS="0.5")
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-3000:]
+    assert "cell 4 (`step = 0`) was stopped after 0.5 s of CPU time, the limit per cell" in out, out[:3000]
+    assert "cell 5 (`LATE = 1`) raised ZeroDivisionError at line 2" in out, out[:3000]
+
+
+def test_check_from_inside_the_notebook(tmp_path):
+    """The check cell, run as a kernel runs it: every cell in one namespace, in a fresh interpreter."""
+    path = learner_notebook(tmp_path / "hw.ipynb", EPS_OUTSIDE)
+    script = ("import sys\nfrom spec_tests.harness import notebook\nns = {'__name__': '__main__'}\n"
+              "for cell in notebook.code_cells(sys.argv[1]):\n"
+              "    exec(compile(notebook.python_only(cell)[0], f'cell {cell.number}', 'exec'), ns)\n")
+    proc = subprocess.run([sys.executable, "-c", script, str(path)], cwd=tmp_path, env=env(),
+                          capture_output=True, text=True, timeout=600)
+    out = proc.stdout + proc.stderr
+    assert "claims by implementation" in out and "your_notebook" in out, out[-3000:]
+    assert "LN-1 does not hold" in out and "LN-2" in out, out[-3000:]
+
+
+def test_check_needs_a_namespace_with_a_backend():
+    with pytest.raises(ValueError, match="BACKEND"):
+        notebook.check({"layer_norm": None}, chapter="layer_norm")
+    with pytest.raises(ValueError, match="globals"):
+        notebook.check("layer_norm")
+
+
+def test_ipython_lines_are_skipped_keeping_line_numbers():
+    code, skipped = notebook.python_only(notebook.Cell(1, "x = 1\n%time y = 2\n  !ls\nfiles = !ls\nz = 3"))
+    assert code.splitlines() == ["x = 1", "pass", "  pass", "pass", "z = 3"]
+    assert skipped == ["%time y = 2", "!ls", "files = !ls"]
+    assert notebook.python_only(notebook.Cell(2, "%%bash\necho hi")) == ("", ["%%bash"])
+
+
+def test_not_a_notebook_is_a_clear_error(tmp_path):
+    (tmp_path / "hw.ipynb").write_text("{not json")
+    with pytest.raises(ValueError, match="not a Jupyter notebook"):
+        notebook.code_cells(tmp_path / "hw.ipynb")
+
+
+def test_correct_notebook_grades_to_full_marks(tmp_path):
+    path = learner_notebook(tmp_path / "hw.ipynb")
+    code, log = grade(str(path), "--out", str(tmp_path / "out"))
+    assert code == 0, log[-3000:]
+    doc = results(tmp_path / "out")
+    full = sum(t["max_score"] for t in doc["tests"])
+    assert doc["score"] == pytest.approx(full), log[-3000:]
+    assert "Graded `hw.ipynb`" in doc["output"]
+
