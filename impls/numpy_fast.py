@@ -19,6 +19,8 @@ import numpy as np
 
 from impls._mask_keywords import and_masks, extra_mask
 from reference.checks import check_attention, check_layer_norm, check_multi_head, check_num_heads, check_rotary
+from reference.sinks import sink_column
+from reference.softcap import check_softcap
 
 BACKEND = "numpy"
 DTYPES = ("float64", "float32")
@@ -50,11 +52,35 @@ def _softmax_inplace(s, allowed):
 # --8<-- [end:softmax]
 
 
-def _weights(q, k, allowed, scale, bias=None):
+def _softmax_with_sink_inplace(s, allowed, sink):
+    """As _softmax_inplace, with exp(sink) in each row's denominator (sink (..., 1, 1)): rows sum to < 1."""
+    if allowed is not None:
+        np.copyto(s, -np.inf, where=~allowed)
+    m = np.maximum(s.max(axis=-1, keepdims=True), sink)  # (..., L_q, 1): the sink joins the row maximum
+    m[np.isneginf(m)] = 0.0
+    s = s - m  # (..., L_q, L_k); a new array: the sink may carry more leading dims than the scores
+    np.exp(s, out=s)
+    z = s.sum(axis=-1, keepdims=True) + np.exp(sink - m)  # keys plus the sink, which carries no value
+    z[z == 0] = 1.0
+    np.divide(s, z, out=s)
+    return s
+
+
+def _weights(q, k, allowed, scale, bias=None, softcap=None, sinks=None):
     """softmax(Q K^T * scale + bias) restricted to `allowed`; (..., L_q, L_k), no input checks."""
     s = q @ np.swapaxes(k, -1, -2)  # (..., L_q, L_k), a fresh array we may overwrite
     if scale != 1.0:
         s *= scale
+    if softcap is not None:  # cap * tanh(S / cap), on the scaled scores, before the mask and the bias
+        cap = check_softcap(softcap)
+        s /= cap
+        np.tanh(s, out=s)
+        s *= cap
+    if sinks is not None:
+        sink = sink_column(sinks, s.shape).astype(s.dtype, copy=False)  # (..., 1, 1)
+        if bias is not None:
+            s = s + bias
+        return _softmax_with_sink_inplace(s, allowed, sink)
     if bias is not None:
         if np.broadcast_shapes(s.shape, bias.shape) == s.shape:
             s += bias  # in place on our own scores
@@ -68,21 +94,22 @@ def _default_scale(d_k, scale):
 
 
 def attention_weights(q, k, mask=None, is_causal=False, scale=None, bias=None, window_size=None,
-                      q_segment_ids=None, kv_segment_ids=None):
+                      q_segment_ids=None, kv_segment_ids=None, softcap=None, sinks=None):
     """P = softmax(Q K^T * scale + bias) over visible keys, scale = 1/sqrt(d_k) by default; (..., L_q, L_k)."""
     *_, L_q, L_k = check_attention(q, k, mask=mask, bias=bias)
     scale = _default_scale(q.shape[-1], scale)
     extra = extra_mask(q, L_q, L_k, window_size, q_segment_ids, kv_segment_ids)  # window AND documents
-    return _weights(q, k, and_masks(_visible(mask, is_causal, L_q, L_k), extra), scale, bias)
+    return _weights(q, k, and_masks(_visible(mask, is_causal, L_q, L_k), extra), scale, bias, softcap, sinks)
 
 
 def scaled_dot_product_attention(q, k, v, mask=None, is_causal=False, scale=None, bias=None, window_size=None,
-                                 q_segment_ids=None, kv_segment_ids=None):
+                                 q_segment_ids=None, kv_segment_ids=None, softcap=None, sinks=None):
     """softmax(Q K^T * scale + bias) V; q (..., L_q, d_k), k (..., L_k, d_k), v (..., L_k, d_v) -> (..., L_q, d_v)."""
     *_, L_q, L_k = check_attention(q, k, v, mask=mask, bias=bias)
     scale = _default_scale(q.shape[-1], scale)
     extra = extra_mask(q, L_q, L_k, window_size, q_segment_ids, kv_segment_ids)  # window AND documents
-    p = _weights(q, k, and_masks(_visible(mask, is_causal, L_q, L_k), extra), scale, bias)  # (..., L_q, L_k)
+    p = _weights(q, k, and_masks(_visible(mask, is_causal, L_q, L_k), extra), scale, bias, softcap,
+                 sinks)  # (..., L_q, L_k)
     return p @ v  # (..., L_q, d_v); a zero row of P gives a zero row
 
 

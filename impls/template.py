@@ -50,6 +50,12 @@ def scaled_dot_product_attention(q, k, v, mask=None, is_causal=False, scale=None
       side: no limit); `q_segment_ids` (..., L_q) and `kv_segment_ids` (..., L_k), integers,
       let query i see key j only if their ids are equal (packed documents; one given alone
       serves both). Everything combines by AND: mask AND causal AND window AND documents.
+    - Softcapping and sinks (later chapter, docs/softcap_sinks.md; add the keywords when you
+      take it): `softcap=cap` (a number > 0) replaces the scaled scores S by cap * tanh(S / cap)
+      before the mask (and before `bias`); `sinks` (float, one logit per head, broadcastable to
+      the scores' leading dims, e.g. (H,)) joins each row's softmax denominator with no value:
+      P_ij = exp(S_ij - m) / (exp(sink - m) + sum_j' exp(S_ij' - m)), m = max(sink, max_j S_ij),
+      so rows sum to less than 1, and a row with every key hidden still outputs exactly 0.
     - Outputs keep the input dtype (under NumPy 2, float32 * np.float64(s) is float64;
       multiply by a Python float instead).
 

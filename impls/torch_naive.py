@@ -24,6 +24,7 @@ import torch.nn.functional as F
 
 from impls._mask_keywords import and_masks, extra_mask
 from reference.checks import check_attention, check_layer_norm, check_multi_head, check_num_heads, check_rotary
+from reference.softcap import check_softcap
 
 BACKEND = "torch"
 DEVICE = "cpu"
@@ -43,9 +44,15 @@ def _visible(mask, is_causal, L_q, L_k, device):
 
 
 # --8<-- [start:softmax]
-def _attention_weights(q, k, allowed, scale, bias=None):
+def _attention_weights(q, k, allowed, scale, bias=None, softcap=None, sinks=None):
     """softmax(Q K^T * scale + bias) over the keys `allowed` lets through; no input checks."""
     scores = torch.matmul(q, k.transpose(-2, -1)) * scale  # (..., L_q, d_k) @ (..., d_k, L_k) -> (..., L_q, L_k)
+    if softcap is not None:
+        # Gemma 2's cap, on the scaled scores, before the mask; in float32 for float16/bfloat16, where a
+        # large cap itself would overflow
+        capped = softcap * torch.tanh(scores.to(torch.float32) / softcap) if q.dtype in _LOW_PRECISION else \
+            softcap * torch.tanh(scores / softcap)
+        scores = capped.to(q.dtype)
     if bias is not None:
         scores = scores + bias  # an additive position bias (T5, ALiBi); -inf entries hide keys
     empty = None
@@ -56,12 +63,33 @@ def _attention_weights(q, k, allowed, scale, bias=None):
         # give it finite scores and zero its weights after the softmax instead.
         empty = torch.isneginf(scores).all(dim=-1, keepdim=True)  # (..., L_q, 1): no visible key
         scores = scores.masked_fill(empty, 0.0)
+    if sinks is not None:  # gpt-oss: the sink is one more column of the softmax, dropped afterwards
+        sink = sinks.to(scores.dtype)[..., None, None].expand(*scores.shape[:-1], 1)  # (..., L_q, 1)
+        scores = torch.cat([scores, sink], dim=-1)  # (..., L_q, L_k + 1)
     # float16/bfloat16: exponentials and their sum in float32, then back to the input dtype
     p = F.softmax(scores, dim=-1, dtype=torch.float32 if q.dtype in _LOW_PRECISION else None).to(q.dtype)
+    if sinks is not None:
+        p = p[..., :-1]  # the sink's share carries no value
     if empty is not None:
         p = p.masked_fill(empty, 0.0)
     return p
 # --8<-- [end:softmax]
+
+
+def _check_softcap_and_sinks(softcap, sinks, scores_shape):
+    """softcap: a finite number > 0; sinks: float logits broadcastable to the scores' leading dims."""
+    if softcap is not None:
+        softcap = check_softcap(softcap)
+    if sinks is not None:
+        lead = tuple(scores_shape[:-2])
+        if not sinks.is_floating_point() or sinks.dim() > len(lead):
+            raise ValueError(f"sinks must be float logits broadcastable to {lead}, got {sinks.dtype} of shape "
+                             f"{tuple(sinks.shape)}")
+        try:
+            torch.broadcast_shapes(sinks.shape, lead)
+        except RuntimeError:
+            raise ValueError(f"sinks of shape {tuple(sinks.shape)} do not broadcast to {lead}") from None
+    return softcap
 
 
 def _scale(q, scale):
@@ -69,21 +97,25 @@ def _scale(q, scale):
 
 
 def attention_weights(q, k, mask=None, is_causal=False, scale=None, bias=None, window_size=None,
-                      q_segment_ids=None, kv_segment_ids=None):
+                      q_segment_ids=None, kv_segment_ids=None, softcap=None, sinks=None):
     """P = softmax(Q K^T * scale + bias) over visible keys, scale = 1/sqrt(d_k) by default; (..., L_q, L_k)."""
-    *_, L_q, L_k = check_attention(q, k, mask=mask, bias=bias)
+    shape = check_attention(q, k, mask=mask, bias=bias)
+    L_q, L_k = shape[-2:]
+    softcap = _check_softcap_and_sinks(softcap, sinks, shape)
     allowed = and_masks(_visible(mask, is_causal, L_q, L_k, q.device),
                         extra_mask(q, L_q, L_k, window_size, q_segment_ids, kv_segment_ids))  # AND window, documents
-    return _attention_weights(q, k, allowed, _scale(q, scale), bias)
+    return _attention_weights(q, k, allowed, _scale(q, scale), bias, softcap, sinks)
 
 
 def scaled_dot_product_attention(q, k, v, mask=None, is_causal=False, scale=None, bias=None, window_size=None,
-                                 q_segment_ids=None, kv_segment_ids=None):
+                                 q_segment_ids=None, kv_segment_ids=None, softcap=None, sinks=None):
     """softmax(Q K^T * scale + bias) V; q (..., L_q, d_k), k (..., L_k, d_k), v (..., L_k, d_v) -> (..., L_q, d_v)."""
-    *_, L_q, L_k = check_attention(q, k, v, mask=mask, bias=bias)
+    shape = check_attention(q, k, v, mask=mask, bias=bias)
+    L_q, L_k = shape[-2:]
+    softcap = _check_softcap_and_sinks(softcap, sinks, shape)
     allowed = and_masks(_visible(mask, is_causal, L_q, L_k, q.device),
                         extra_mask(q, L_q, L_k, window_size, q_segment_ids, kv_segment_ids))  # AND window, documents
-    p = _attention_weights(q, k, allowed, _scale(q, scale), bias)
+    p = _attention_weights(q, k, allowed, _scale(q, scale), bias, softcap, sinks)
     return torch.matmul(p, v)  # (..., L_q, L_k) @ (..., L_k, d_v) -> (..., L_q, d_v)
 
 

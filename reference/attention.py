@@ -24,6 +24,8 @@ import numpy as np
 
 from reference.checks import check_attention
 from reference.mask_algebra import visible_keys
+from reference.sinks import sink_column, softmax_with_sink
+from reference.softcap import check_softcap, softcap as cap_scores
 
 
 # --8<-- [start:masked_softmax]
@@ -44,29 +46,36 @@ def masked_softmax(scores: np.ndarray, allowed: np.ndarray) -> np.ndarray:
 
 # --8<-- [start:attention_weights]
 def attention_weights(q, k, mask=None, is_causal=False, scale=None, bias=None, window_size=None,
-                      q_segment_ids=None, kv_segment_ids=None):
+                      q_segment_ids=None, kv_segment_ids=None, softcap=None, sinks=None):
     """P = softmax(Q K^T * scale + bias) over visible keys, scale = 1/sqrt(d_k) by default; (..., L_q, L_k).
 
-    Visible: mask AND causal AND window AND same document (reference.mask_algebra.visible_keys)."""
+    Visible: mask AND causal AND window AND same document (reference.mask_algebra.visible_keys).
+    softcap: the scaled scores become cap * tanh(S / cap) first (reference.softcap); sinks: one logit
+    per head joins each row's denominator (reference.sinks)."""
     scores_shape = check_attention(q, k, mask=mask, bias=bias)
     L_q, L_k = scores_shape[-2:]
     d_k = q.shape[-1]
     if scale is None:
         scale = 1.0 / math.sqrt(d_k)
     scores = (q @ np.swapaxes(k, -1, -2)) * scale  # (..., L_q, d_k) @ (..., d_k, L_k) -> (..., L_q, L_k)
+    if softcap is not None:
+        scores = cap_scores(scores, check_softcap(softcap))  # before the mask and the bias
     if bias is not None:
         scores = scores + bias  # (..., L_q, L_k); a -inf entry gets weight exp(-inf) = 0, like mask=False
     allowed = visible_keys(mask, is_causal, L_q, L_k, window_size, q_segment_ids, kv_segment_ids)
+    if sinks is not None:
+        return softmax_with_sink(scores, allowed, sink_column(sinks, scores_shape))
     return masked_softmax(scores, allowed)
 # --8<-- [end:attention_weights]
 
 
 # --8<-- [start:scaled_dot_product_attention]
 def scaled_dot_product_attention(q, k, v, mask=None, is_causal=False, scale=None, bias=None, window_size=None,
-                                 q_segment_ids=None, kv_segment_ids=None):
+                                 q_segment_ids=None, kv_segment_ids=None, softcap=None, sinks=None):
     """softmax(Q K^T * scale + bias) V; q (..., L_q, d_k), k (..., L_k, d_k), v (..., L_k, d_v) -> (..., L_q, d_v)."""
     check_attention(q, k, v, mask=mask, bias=bias)
     p = attention_weights(q, k, mask=mask, is_causal=is_causal, scale=scale, bias=bias, window_size=window_size,
-                          q_segment_ids=q_segment_ids, kv_segment_ids=kv_segment_ids)  # (..., L_q, L_k)
+                          q_segment_ids=q_segment_ids, kv_segment_ids=kv_segment_ids, softcap=softcap,
+                          sinks=sinks)  # (..., L_q, L_k)
     return p @ v  # (..., L_q, L_k) @ (..., L_k, d_v) -> (..., L_q, d_v)
 # --8<-- [end:scaled_dot_product_attention]

@@ -196,6 +196,40 @@ def _masked_softmax(scores, visible):
     return e / np.where(total > 0, total, 1)
 
 
+def _check_softcap(cap):
+    if isinstance(cap, bool) or not isinstance(cap, numbers.Real) or not np.isfinite(cap) or cap <= 0:
+        raise ValueError(f"softcap must be a finite number > 0, got {cap!r}")
+    return float(cap)
+
+
+def _softcap(scores, cap):
+    """cap * tanh(scores / cap): the scaled scores squashed into (-cap, cap), before the mask."""
+    return cap * np.tanh(scores / cap)
+
+
+def _sink_column(sinks, shape, dtype):
+    """The per-head sink logits as (..., 1, 1), broadcastable to the scores' leading dims."""
+    sinks = np.asarray(sinks)
+    lead = tuple(shape[:-2])
+    if not np.issubdtype(sinks.dtype, np.floating) or sinks.ndim > len(lead):
+        raise ValueError(f"sinks must be float logits broadcastable to {lead}, got {sinks.dtype} of shape {sinks.shape}")
+    try:
+        np.broadcast_shapes(sinks.shape, lead)
+    except ValueError:
+        raise ValueError(f"sinks of shape {sinks.shape} do not broadcast to the scores' leading dims {lead}") from None
+    return sinks.astype(dtype, copy=False)[..., None, None]
+
+
+def _masked_softmax_with_sink(scores, visible, sink):
+    """Softmax over the visible entries with exp(sink) in each row's denominator and no value of its own."""
+    filled = np.where(visible, scores, -np.inf)
+    row_max = np.maximum(filled.max(axis=-1, keepdims=True), sink)
+    row_max = np.where(np.isfinite(row_max), row_max, 0)
+    e = np.where(visible, np.exp(filled - row_max), 0)
+    total = e.sum(axis=-1, keepdims=True) + np.exp(sink - row_max)
+    return e / np.where(total > 0, total, 1)
+
+
 def _add_bias(scores, bias, shape):
     """scores + bias, the bias a float array broadcastable to the scores' shape."""
     if bias is None:
@@ -210,7 +244,7 @@ def _add_bias(scores, bias, shape):
 
 
 def attention_weights(q, k, mask=None, is_causal=False, scale=None, bias=None, window_size=None,
-                      q_segment_ids=None, kv_segment_ids=None):
+                      q_segment_ids=None, kv_segment_ids=None, softcap=None, sinks=None):
     q, k = np.asarray(q), np.asarray(k)
     _check_qk(q, k)
     L_q, d_k = q.shape[-2:]
@@ -219,17 +253,24 @@ def attention_weights(q, k, mask=None, is_causal=False, scale=None, bias=None, w
     visible = _visible_keys(mask, bool(is_causal), shape, window_size, q_segment_ids, kv_segment_ids)
     shape = np.broadcast_shapes(shape, visible.shape)
     scale = _default_scale(d_k) if scale is None else float(scale)
-    scores = _add_bias(np.broadcast_to(_scores(q, k, scale), shape), bias, shape)
-    return _masked_softmax(scores, visible & (scores > -np.inf))   # a -inf bias hides its key
+    scores = _scores(q, k, scale)
+    if softcap is not None:
+        scores = _softcap(scores, _check_softcap(softcap))   # the scaled scores, before mask and bias
+    scores = _add_bias(np.broadcast_to(scores, shape), bias, shape)
+    visible = visible & (scores > -np.inf)   # a -inf bias hides its key
+    if sinks is not None:
+        return _masked_softmax_with_sink(scores, visible, _sink_column(sinks, shape, scores.dtype))
+    return _masked_softmax(scores, visible)
 
 
 def scaled_dot_product_attention(q, k, v, mask=None, is_causal=False, scale=None, bias=None, window_size=None,
-                                 q_segment_ids=None, kv_segment_ids=None):
+                                 q_segment_ids=None, kv_segment_ids=None, softcap=None, sinks=None):
     q, k, v = np.asarray(q), np.asarray(k), np.asarray(v)
     _check_qk(q, k)
     _check_lengths(k, v)
     _batch_shape(q=q, k=k, v=v)
-    return attention_weights(q, k, mask, is_causal, scale, bias, window_size, q_segment_ids, kv_segment_ids) @ v
+    return attention_weights(q, k, mask, is_causal, scale, bias, window_size, q_segment_ids, kv_segment_ids,
+                             softcap, sinks) @ v
 
 
 # ---------------------------------------------------------------------------

@@ -14,7 +14,6 @@ from impls.mutants._base import _segment_ids
 BUG = ("finding document boundaries one token late on the query side, so the last query of each "
        "document is also given the next document's id and attends to that document's keys")
 CAUGHT_BY = "MALG-2"
-ALSO_CAUGHT_BY = ("MALG-3",)  # the keywords together no longer equal the AND of the contract's masks
 
 
 def _document_visible(q_segment_ids, kv_segment_ids, L_q, L_k):

@@ -6,6 +6,7 @@ An implementation is one Python module obeying the contract in CONTRACT.md, name
   * a path to a Jupyter notebook            --impl ~/hw/attention.ipynb   (harness/notebook.py)
   * an importable module name               --impl mypkg.attention
   * `all`: every module under impls/ that can run here (not the template, not mutants)
+  * `adapter:NAME` (adapters/NAME.py, a library's adapter), or `adapter:all`
 or a comma-separated list of these. Without --impl, the suite runs `all`.
 """
 
@@ -43,7 +44,8 @@ LATER_FUNCTIONS = (
 ALL_FUNCTIONS = CONTRACT_FUNCTIONS + LATER_FUNCTIONS
 # Keywords that later chapters add to v1 functions: optional, as those chapters are.
 LATER_KEYWORDS = ("bias", "num_kv_heads",
-                  "window_size", "q_segment_ids", "kv_segment_ids")  # mask algebra (docs/mask_algebra.md)
+                  "window_size", "q_segment_ids", "kv_segment_ids",  # mask algebra (docs/mask_algebra.md)
+                  "softcap", "sinks")  # softcapping and sinks (docs/softcap_sinks.md)
 # Keywords of a tiled (chunked) implementation only: without them EFF-1/EFF-2 do not apply.
 TILING_KEYWORDS = ("block_q", "block_k")
 KNOWN_DTYPES = ("float64", "float32", "float16", "bfloat16")
@@ -79,6 +81,11 @@ class Implementation:
 
     def has(self, fname: str) -> bool:
         return self.module is not None and callable(getattr(self.module, fname, None))
+
+
+def adapter_names() -> list[str]:
+    """The library adapters shipped in adapters/ (adapters/__init__.py)."""
+    return sorted(p.stem for p in (IMPLS_DIR.parent / "adapters").glob("*.py") if not p.stem.startswith("_"))
 
 
 def builtin_names(include_template: bool = False) -> list[str]:
@@ -180,7 +187,7 @@ def _device_missing(backend: str, device: str) -> str | None:
 
 def load(spec: str) -> Implementation:
     """Load one implementation; an import failure of a built-in makes it unavailable, with the reason."""
-    builtin = (IMPLS_DIR / f"{spec}.py").is_file()
+    builtin = (IMPLS_DIR / f"{spec}.py").is_file() or spec.startswith("adapters.")  # an adapter's library may be missing
     try:
         name, module, path = load_module(spec)
     except ModuleNotFoundError as exc:
@@ -207,6 +214,10 @@ def expand(specs: list[str]) -> list[str]:
     for item in specs:
         for part in (p.strip() for p in item.split(",")):
             if not part:
+                continue
+            if part.startswith("adapter:"):  # adapter:NAME is adapters/NAME.py; adapter:all every adapter
+                part = part.removeprefix("adapter:")
+                out.extend(f"adapters.{n}" for n in (adapter_names() if part == "all" else [part]))
                 continue
             out.extend(builtin_names() if part == "all" else [part])
     seen, unique = set(), []
