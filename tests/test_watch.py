@@ -319,7 +319,8 @@ def test_a_mode_found_off_its_stack_after_the_call_is_tampering(tamper):
 
 def test_an_audit_event_of_the_watch_out_of_order_is_tampering(tamper):
     _check(tamper, "audit_begin", "sys.audit('mha_spec.guard', 'begin') called out of order")
-    assert _tampering(tamper["audit_end/next"], "sys.audit('mha_spec.guard', 'end') called out of order")
+    # an early end inside the call fails that call itself, and the watch stays on to its real end
+    assert _tampering(tamper["audit_end"], "sys.audit('mha_spec.guard', 'end') called out of order"), tamper
 
 
 def test_adding_an_audit_hook_during_a_call_is_tampering(tamper):
@@ -333,3 +334,78 @@ def test_changing_the_watchs_class_is_tampering(tamper):
 def test_changing_a_modes_class_is_tampering(tamper):
     assert _tampering(tamper["mode_method"], MODES_MOVED), tamper["mode_method"]  # its methods, compared after
     assert _tampering(tamper["mode_name"], "setting _FunctionWatch.__doc__"), tamper["mode_name"]  # audited
+
+
+# -- the watch's own code and state out of the implementation's reach ---------------------------------
+SEALED = """
+import math, random
+sqrt = math.sqrt
+out["early_end"] = run(lambda: (audit(guard.EVENT, "end", []), sqrt(4.0)))
+out["early_end/next"] = run(lambda: None)
+out["late_import"] = run(lambda: __import__("shlex").quote("a b"))
+out["late_import/later"] = run(lambda: __import__("shlex").quote("c d"))
+out["masked_first"] = run(lambda: random.Random(1).random())
+out["masked"] = run(lambda: random.random())
+out["masked_fresh_method"] = run(lambda: random._inst.random())
+# At import time (outside a call, no audit event): the module's globals, the classes' methods.
+guard.EVENT = "switched off"
+guard.TAMPER_EVENTS = ()
+out["event_renamed"] = run(lambda: sqrt(4.0))
+guard._Names.resolve = lambda self: False
+guard.Watch.profile = lambda self, *a: None
+out["methods_replaced"] = run(lambda: sqrt(4.0))
+"""
+MID_CALL = """
+import math
+sqrt = math.sqrt
+def replace_end():
+    guard.Watch.end = lambda self, out: None
+    sqrt(4.0)
+out["mid_call"] = run(replace_end)
+audit(guard.EVENT, "begin")  # outside a call, as an implementation's import could: reported ever after
+out["forged_begin"] = run(lambda: None)
+"""
+
+
+@pytest.fixture(scope="module")
+def sealed():
+    return _probe(["math.sqrt", "shlex.quote", "random.random"], [], SEALED)
+
+
+def test_an_early_end_of_the_watch_fails_the_call_that_sent_it(sealed):
+    hits = sealed["early_end"]
+    assert "math.sqrt" in hits, f"the watch must stay on after a forged end: {hits}"
+    assert _tampering(hits, "'end') called out of order"), hits
+
+
+
+
+def test_a_banned_function_of_a_module_first_imported_during_a_call_is_seen(sealed):
+    assert sealed["late_import"] == ["shlex.quote"], sealed["late_import"]
+    assert sealed["late_import/later"] == ["shlex.quote"], sealed["late_import/later"]
+
+
+def test_a_banned_bound_builtin_is_not_masked_by_its_types_innocent_twin(sealed):
+    assert sealed["masked_first"] == [], sealed["masked_first"]
+    assert sealed["masked"] == ["random.random"], sealed["masked"]
+    assert sealed["masked_fresh_method"] == ["random.random"], sealed["masked_fresh_method"]
+
+
+def test_the_watch_modules_globals_changed_are_put_back_and_reported(sealed):
+    hits = sealed["event_renamed"]
+    assert "math.sqrt" in hits, f"renaming the event must not switch the watch off: {hits}"
+    assert _tampering(hits, "the grader's watch module was changed (EVENT, TAMPER_EVENTS)"), hits
+
+
+def test_the_watchs_methods_replaced_are_put_back_and_reported(sealed):
+    hits = sealed["methods_replaced"]
+    assert "math.sqrt" in hits, f"replacing the watch's methods must not switch it off: {hits}"
+    assert _tampering(hits, "the grader's Watch class was changed (profile)"), hits
+    assert _tampering(hits, "the grader's _Names class was changed (resolve)"), hits
+
+
+def test_the_watchs_methods_replaced_during_a_call_fail_that_call_and_a_forged_begin_is_tampering():
+    found = _probe(["math.sqrt"], [], MID_CALL)
+    hits = found["mid_call"]
+    assert "math.sqrt" in hits and _tampering(hits, "the grader's Watch class was changed (end)"), hits
+    assert _tampering(found["forged_begin"], "'begin') called out of order"), found["forged_begin"]

@@ -10,7 +10,9 @@ Installed by the worker before it imports the implementation, in three layers:
    `torch.ops.aten.*` aliases and private variants: banned operators are named by their schema
    (`aten::native_layer_norm`, `aten::_scaled_dot_product_*`, fnmatch patterns).
 3. An audit hook (`sys.addaudithook`; it cannot be removed) owns the watch's state: `install` makes
-   the one `Watch` object and registers its `hook` method, and keeps no other reference. The worker
+   the one `Watch` object and registers a hook that is a closure over it (and over the event's name, the
+   code of `watch()` and a snapshot of this module's globals and its classes' dicts, compared and put back at
+   every begin and end), and keeps no other reference. The worker
    talks to it only through `sys.audit("mha_spec.guard", ...)` with `sys.audit` captured before the
    implementation was imported, so nothing the implementation replaces in `sys.modules` or in the
    worker's module reaches it. Before and after every call the hook checks the watch from outside
@@ -85,25 +87,31 @@ class _Names:
         self.codes: dict = {}
         self.builtins: dict[int, str] = {}
         self.objects: dict[int, str] = {}  # every resolved callable: the function mode matches these
+        self.bound: dict[tuple, str] = {}  # (id of its object, name) of a banned builtin bound to an object
         self.pending = list(self.names)
         self._held: list = []
         self._modules_seen = -1
+        self._partial = False  # a pending name's module is in sys.modules but lacks it (still being imported)
 
     def resolve(self) -> bool:
-        """Resolve the names whose modules are now imported; True when something new was found."""
-        if len(sys.modules) == self._modules_seen:
+        """Resolve the names whose modules are now imported; True when something new was found.
+
+        Skipped while sys.modules has not changed, unless a pending name's module is there without it yet:
+        a module is in sys.modules before its body has run, so that name is looked up again until it is found."""
+        if len(sys.modules) == self._modules_seen and not self._partial:
             return False
         self._modules_seen = len(sys.modules)
         before = len(self.codes) + len(self.builtins) + len(self.objects)
-        still = []
+        still, partial = [], False
         for name in self.pending:
             if name.split(".")[0] not in sys.modules:
                 still.append(name)
                 continue
             obj = _lookup(name)
             if obj is None or inspect.ismodule(obj):
-                if obj is None and name.split(".")[0] in sys.modules and "." in name:
-                    still.append(name)  # a submodule not imported yet
+                if obj is None and "." in name:
+                    still.append(name)  # a submodule not imported yet, or a module whose body is still running
+                    partial = partial or ".".join(name.split(".")[:-1]) in sys.modules
                 continue
             self._held.append(obj)
             self.objects[id(obj)] = name
@@ -116,7 +124,11 @@ class _Names:
                 self.codes[obj.__code__] = name
             else:
                 self.builtins[id(obj)] = name
-        self.pending = still
+                owner = getattr(obj, "__self__", None)
+                if not (owner is None or isinstance(owner, (type, ModuleType))):  # random.random: a bound method
+                    self.bound[(id(owner), getattr(obj, "__name__", None))] = name
+                    self._held.append(owner)
+        self.pending, self._partial = still, partial
         return len(self.codes) + len(self.builtins) + len(self.objects) != before
 
 
@@ -183,6 +195,7 @@ class Watch:
         """Resolve the banned names whose modules got imported; what was found harmless is looked at again."""
         if self.resolved.pending and self.resolved.resolve():
             self.innocent.clear()
+            self.c_names.clear()
 
     # -- the call watch (sys.setprofile) ----------------------------------------------------
     def profile(self, frame, event, arg):
@@ -201,12 +214,14 @@ class Watch:
                 return
             owner = getattr(arg, "__self__", None)
             bound = not (owner is None or isinstance(owner, (type, ModuleType)))
-            if bound:  # a method bound to an object (a new one each time): by the object's type and its name
-                typed = (type(owner), getattr(arg, "__name__", None))
-                if typed in self.innocent:
-                    return
             self.resolve()
             name = self.resolved.builtins.get(key)
+            if bound:  # a method bound to an object (a new one each time): by the object's type and its name,
+                method = getattr(arg, "__name__", None)  # after the banned ones bound to their own object
+                name = name or self.resolved.bound.get((id(owner), method))
+                typed = (type(owner), method)
+                if name is None and typed in self.innocent:
+                    return
             if name is None and self.patterns:
                 name = self.builtin_op(arg)
             what = self.tamper_ids.get(key)
@@ -363,7 +378,7 @@ class Watch:
     # -- a call -------------------------------------------------------------------------
     def begin(self) -> None:
         self.hits, self.tamper = [], []
-        self.resolved.resolve()
+        self.resolve()  # what was found harmless before a banned name resolved is looked at again
         if "torch" in sys.modules and self.torch is None:
             self.setup_torch()
         if self.torch == "ready":
@@ -394,23 +409,14 @@ class Watch:
         out += hits + [f"tampering with the grader: {p}" for p in problems]  # operators named once, by function
         self.hits, self.tamper = [], []
 
-    # -- the audit hook -------------------------------------------------------------------
-    def hook(self, event, args):
-        """The audit hook: the worker's begin and end of a call, and what would reach the watch."""
-        if event == EVENT:
-            command = args[0]
-            if command == "begin" and not self.in_call:
-                self.begin()
-            elif command == "end" and self.in_call and len(args) > 1 and isinstance(args[1], list):
-                self.end(args[1])
-            else:  # a call out of order: someone other than the worker
-                self.tampered(f"sys.audit({EVENT!r}, {command!r}) called out of order")
-            return
+    # -- the audit hook (install() makes it: a closure, so that nothing it reads is looked up at run time) ----
+    def event(self, event, args, tamper_events) -> None:
+        """An audit event other than the worker's own: what would reach the watch, or import a watched package."""
         if event == "import" and self.in_call and not self.profiled and isinstance(args[0], str) and (
                 args[0].split(".")[0] in self.tops or (args[0].split(".")[0] == "torch" and self.patterns)):
             self.profiled = True  # a watched package is being imported during the call: watch from now on
             self.setprofile(self.own_profile)
-        elif event in TAMPER_EVENTS and (self.in_call or not event.startswith("ctypes.")):
+        elif event in tamper_events and (self.in_call or not event.startswith("ctypes.")):
             self.tampered(event)
         elif event == "object.__setattr__" and args and (
                 args[0] is self or args[0] is Watch or (self.modes and args[0] in self.modes["classes"])):
@@ -418,24 +424,88 @@ class Watch:
         elif event == "sys.addaudithook" and self.in_call:
             self.tampered("sys.addaudithook")
 
-    # sys.audit looks up __cantrace__ on every hook at every event (frame.f_code, read by the profile function at
-    # each call, is one): on a bound method a miss raises and clears an AttributeError, three times the cost of the
-    # hook itself. False is what a miss means: the hook runs with tracing and profiling paused.
-    hook.__cantrace__ = False
+
+_MISSING = object()
+
+
+class _Seal:
+    """What the watch's code looks up at run time, as it was at install: this module's globals and the dicts of
+    its classes (a class attribute or a module global set from Python raises no audit event). Compared at the
+    begin and the end of every call: anything changed is put back, and reported as tampering."""
+
+    def __init__(self, module, classes):
+        self.module, self.globals = module, dict(vars(module))
+        self.classes = [(c, dict(vars(c))) for c in classes]
+
+    def broken(self) -> list[str]:
+        found = []
+        now = vars(self.module)
+        if now != self.globals:
+            changed = sorted(k for k in set(now) | set(self.globals) if now.get(k, _MISSING) is not
+                             self.globals.get(k, _MISSING))
+            found.append(f"the grader's watch module was changed ({', '.join(changed)[:200]})")
+            now.clear()
+            now.update(self.globals)
+        for cls, saved in self.classes:
+            if vars(cls) != saved:
+                changed = sorted(k for k in set(vars(cls)) | set(saved) if vars(cls).get(k, _MISSING) is not
+                                 saved.get(k, _MISSING))
+                found.append(f"the grader's {cls.__name__} class was changed ({', '.join(changed)[:200]})")
+                for k in changed:
+                    if k in saved:
+                        type.__setattr__(cls, k, saved[k])
+                    else:
+                        type.__delattr__(cls, k)
+        return found
 
 
 def install(names, ops) -> None:
-    """Install the watch for banned `names` (functions, classes, modules) and `ops` (operator patterns)."""
-    sys.addaudithook(Watch(names, ops).hook)
+    """Install the watch for banned `names` (functions, classes, modules) and `ops` (operator patterns).
+
+    The audit hook is a closure over what it needs, bound now: the Watch, the event's name, the sealed module and
+    classes, the code of watch() and sys._getframe. A call begins only from watch()'s own code and ends only from
+    the frame that began it: sys.audit(EVENT, "end") from anywhere else is tampering, and the watch stays on."""
+    w = Watch(names, ops)
+    seal = _Seal(sys.modules[__name__], (Watch, _Names, _Seal))
+    name, tamper_events, getframe, entry = EVENT, frozenset(TAMPER_EVENTS), sys._getframe, watch.__code__
+    guarded = (watch, install)
+    began = [None]  # the frame of watch() that began the current call
+
+    def hook(event, args):
+        if event == name:
+            command = args[0] if args else None
+            caller = getframe(1)  # the frame that called sys.audit (the hook is called from C)
+            for problem in seal.broken():
+                w.tampered(problem)
+            if command == "begin" and not w.in_call and caller.f_code is entry:
+                began[0] = caller
+                w.begin()
+            elif command == "end" and w.in_call and caller is began[0] and len(args) > 1 and \
+                    isinstance(args[1], list):
+                began[0] = None
+                w.end(args[1])
+            else:  # a call out of order: someone other than the worker's watch()
+                w.tampered(f"sys.audit({name!r}, {command!r}) called out of order")
+            return
+        if event == "object.__setattr__" and args and args[0] in guarded:
+            w.tampered(f"setting {args[0].__name__}.{args[1]}")
+        w.event(event, args, tamper_events)
+
+    # sys.audit looks up __cantrace__ on every hook at every event (frame.f_code, read by the profile function at
+    # each call, is one): a miss raises and clears an AttributeError. False is what a miss means: the hook runs
+    # with tracing and profiling paused.
+    hook.__cantrace__ = False
+    sys.addaudithook(hook)
 
 
-def watch(audit, hits: list, fn, *args, **kwargs):
+def watch(audit, hits: list, fn, *args, _event=EVENT, **kwargs):
     """Run fn under the watch; what it used that is banned is added to `hits`. `audit` is sys.audit as
-    the worker captured it at start-up (the worker also holds this function from before the import)."""
+    the worker captured it at start-up (the worker also holds this function from before the import);
+    the event's name is bound here, at definition, so that changing EVENT later does not reach it."""
     if audit is None:
         return fn(*args, **kwargs)
-    audit(EVENT, "begin")
+    audit(_event, "begin")
     try:
         return fn(*args, **kwargs)
     finally:
-        audit(EVENT, "end", hits)
+        audit(_event, "end", hits)
