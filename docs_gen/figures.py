@@ -627,6 +627,69 @@ FIGURES["mask_algebra_grids"] = (
     "packed documents with causal, prefix-LM, and documents AND a window")
 
 
+# ------------------------------------------------------------------------ SOFTCAP AND SINKS
+# (the softcapping and sinks chapter's figures: the cap's curve, the sink's share of the weight)
+
+def softcap_curve(path: Path) -> Path:
+    """cap · tanh(s / cap) against s for three caps, beside the identity: small scores pass, large ones flatten."""
+    from reference.softcap import softcap
+
+    plt = _pyplot()
+    s = np.linspace(-12, 12, 241)
+    fig, ax = plt.subplots(figsize=(5, 3.5))
+    ax.plot(s, s, color="#888888", linestyle="--", label="no cap")
+    for cap, colour in ((2.0, "#B00020"), (5.0, SEEN), (10.0, "#2E7D32")):
+        ax.plot(s, softcap(s, cap), color=colour, label=f"cap = {cap:g}")
+    ax.set_ylim(-12, 12)
+    ax.set_xlabel("scaled score $s$")
+    ax.set_ylabel("capped score")
+    ax.legend(loc="upper left")
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+def sink_share(path: Path) -> Path:
+    """One row of 5 keys: its weights without a sink, and with sinks of 0 and 2 (the sink's share drawn hatched)."""
+    from reference.sinks import softmax_with_sink
+
+    plt = _pyplot()
+    scores = np.array([[1.0, 0.2, -0.5, 0.8, 0.0]])  # one query, 5 keys
+    allowed = np.ones_like(scores, dtype=bool)
+    rows = [("no sink", softmax_with_sink(scores, allowed, np.array(-np.inf))[0]),
+            ("sink $\\sigma = 0$", softmax_with_sink(scores, allowed, np.array(0.0))[0]),
+            ("sink $\\sigma = 2$", softmax_with_sink(scores, allowed, np.array(2.0))[0])]
+    colours = ["#1565C0", "#42A5F5", "#90CAF9", "#0D47A1", "#64B5F6"]
+    fig, ax = plt.subplots(figsize=(5, 3.0))
+    for y, (label, p) in enumerate(rows):
+        left = 0.0
+        for j, w in enumerate(p):
+            ax.barh(y, w, left=left, color=colours[j], edgecolor="white")
+            if w > 0.06:
+                ax.text(left + w / 2, y, f"{w:.2f}", ha="center", va="center", fontsize=9, color="white")
+            left += w
+        share = 1.0 - p.sum()
+        if share > 1e-9:
+            ax.barh(y, share, left=left, color="white", edgecolor="#B00020", hatch="//")
+            ax.text(left + share / 2, y, f"sink\n{share:.2f}", ha="center", va="center", fontsize=9, color="#B00020")
+    ax.set_yticks(range(len(rows)))
+    ax.set_yticklabels([r[0] for r in rows])
+    ax.invert_yaxis()
+    ax.set_xlim(0, 1)
+    ax.set_xlabel("weight of each key (row sum = 1 - the sink's share)")
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+FIGURES["softcap_curve"] = (
+    "softcap_sinks", softcap_curve,
+    "The capped score cap times tanh of s over cap against the score s, for caps 2, 5 and 10, beside the identity")
+FIGURES["sink_share"] = (
+    "softcap_sinks", sink_share,
+    "One row of five weights without a sink and with sinks of 0 and 2: the sink takes a share and the row sums "
+    "to less than 1")
+
+
 def write_all(directory: Path = FIGURE_DIR) -> list[Path]:
     """Draw every figure into `directory` as NAME.svg; returns the paths."""
     import matplotlib
