@@ -30,12 +30,13 @@ def _block(h: int, d_k: int) -> slice:
     return slice(h * d_k, (h + 1) * d_k)
 
 
-def _head_inputs(case: MHACase, h: int):
-    """Head h's own projections: x @ W[:, block h] + b[block h], each (B, L, d_k)."""
-    w, blk = case.weights, _block(h, case.d_k)
+def _head_inputs(case: MHACase, h: int, impl):
+    """Head h's own projections of the inputs and weights the implementation sees (rounded to its dtype):
+    x @ W[:, block h] + b[block h], each (B, L, d_k)."""
+    w, blk = impl.round(case.weights), _block(h, case.d_k)
 
     def proj(x, name):
-        y = x @ w[f"w_{name}"][:, blk]
+        y = impl.round(x) @ w[f"w_{name}"][:, blk]
         return y + w[f"b_{name}"][blk] if f"b_{name}" in w else y
 
     return proj(case.query, "q"), proj(case.key, "k"), proj(case.value, "v")
@@ -118,7 +119,7 @@ def test_identity_output_projection_exposes_each_head(impl, case):
     case.weights.pop("b_o", None)
     out = check.oracle(impl, MHA, *case.args, **case.kwargs)
     for h in range(case.num_heads):
-        q, k, v = _head_inputs(case, h)
+        q, k, v = _head_inputs(case, h, impl)
         head = impl.scaled_dot_product_attention(q, k, v, mask=_head_mask(case, h), is_causal=case.is_causal)
         check.close(impl, out[..., _block(h, case.d_k)], head,
                     f"with W_O = I, output columns {h * case.d_k}:{(h + 1) * case.d_k} are head {h}'s attention output",
@@ -131,7 +132,7 @@ def test_identity_output_projection_exposes_each_head(impl, case):
 def test_fused_projection_equals_separate_heads(impl, case):
     """The fused D x D projection equals H separate D x d_k projections run one head at a time."""
     out = impl.multi_head_attention(*case.args, **case.kwargs)
-    heads = [impl.scaled_dot_product_attention(*_head_inputs(case, h), mask=_head_mask(case, h), is_causal=case.is_causal)
+    heads = [impl.scaled_dot_product_attention(*_head_inputs(case, h, impl), mask=_head_mask(case, h), is_causal=case.is_causal)
              for h in range(case.num_heads)]
     concat = np.concatenate(heads, axis=-1)  # (B, L_q, H*d_k)
     separate = concat @ case.weights["w_o"] + case.weights.get("b_o", 0.0)
@@ -176,7 +177,7 @@ def test_multi_head_attention_matches_oracle(impl, case):
 def test_one_head_is_single_head_attention_with_projections(impl, case):
     """H = 1: softmax((x W_Q + b_Q)(x W_K + b_K)^T / sqrt(D)) (x W_V + b_V) W_O + b_O."""
     out = check.oracle(impl, MHA, *case.args, **case.kwargs)
-    q, k, v = _head_inputs(case, 0)
+    q, k, v = _head_inputs(case, 0, impl)
     single = impl.scaled_dot_product_attention(q, k, v, mask=_head_mask(case, 0), is_causal=case.is_causal)
     expected = single @ case.weights["w_o"] + case.weights.get("b_o", 0.0)
     check.close(impl, out, expected, "one head equals scaled dot-product attention of the projections, times W_O",

@@ -224,6 +224,15 @@ def _terms(fname, args, kwargs):
         x, eps = f(args[0]), float(kwargs.get("eps", args[3] if len(args) > 3 else 1e-5))
         x_hat = (x - x.mean(axis=-1, keepdims=True)) / np.sqrt(x.var(axis=-1, keepdims=True) + eps)
         return np.abs(x_hat) * np.abs(f(args[1])) + np.abs(f(args[2]))
+    if fname == "scaled_dot_product_attention_backward" and len(args) >= 4:
+        dout, q, k, v = (np.abs(f(a)) for a in args[:4])
+        keys = {n: kwargs[n] for n in ("mask", "is_causal", "scale") if n in kwargs}
+        p = ref.attention_weights(f(args[1]), f(args[2]), **keys)  # (..., L_q, L_k)
+        scale = abs(float(kwargs.get("scale") or 1.0 / np.sqrt(max(q.shape[-1], 1))))
+        dp = dout @ np.swapaxes(v, -1, -2)  # the terms of dP = dO V^T
+        ds = p * (dp + (p * dp).sum(axis=-1, keepdims=True))  # of dS = P (dP - rowsum(P dP))
+        t = [scale * ds @ k, scale * np.swapaxes(ds, -1, -2) @ q, np.swapaxes(p, -1, -2) @ dout]  # dq, dk, dv
+        return np.array([magnitude(a) for a in t])
     return None
 
 
@@ -251,18 +260,76 @@ def score_sensitivity_size(q, k, v=None, mask=None, is_causal=False, scale=None,
     return magnitude(np.einsum("...ij,...ijd->...id", ps, spread))
 
 
-def carried_size(fname: str, args, kwargs) -> float:
+def normaliser_size(q, k, v=None, mask=None, is_causal=False, scale=None, bias=None) -> float:
+    """How far the output moves when each row's stored normaliser (its log-sum-exp m + log sum_j e^(s_j - m),
+    kept by a log-sum-exp softmax and by FlashAttention's kernels) is off by eps * |m|: every weight of the row
+    is scaled by 1 + eps |m|, so the row's output by as much: max over rows of |m_i| x max_d (|P| |V|)_id
+    (p_ij for the weights). A row where one key takes all the weight has log sum = 0 and nothing to round:
+    the term fades with 1 - max_j p_ij below 2^-24."""
+    ref = _reference()
+    q, k = np.asarray(q, dtype=np.float64), np.asarray(k, dtype=np.float64)
+    scale = 1.0 / np.sqrt(max(q.shape[-1], 1)) if scale is None else float(scale)
+    p = ref.attention_weights(q, k, mask=mask, is_causal=is_causal, scale=scale, bias=bias)
+    s = scale * (q @ np.swapaxes(k, -1, -2)) + (0.0 if bias is None else np.asarray(bias, dtype=np.float64))
+    s = np.broadcast_to(s, p.shape)
+    m = np.where(p > 0, np.abs(np.where(np.isfinite(s), s, 0.0)), 0.0).max(axis=-1, initial=0.0)  # (..., L_q)
+    shared = np.clip((1.0 - p.max(axis=-1, initial=0.0)) * 2.0**24, 0.0, 1.0)  # 0 when one key takes all
+    terms = p if v is None else np.abs(p) @ np.abs(np.asarray(v, dtype=np.float64))  # (..., L_q, d)
+    return magnitude((m * shared)[..., None] * terms) if terms.size else 0.0
+
+
+def rope_angle_size(x, positions, base=10000.0) -> float:
+    """How far RoPE's output moves when each angle m·θ_i is off by one rounding of itself: max over rows and
+    pairs of |m θ_i| x |(x_2i, x_2i+1)|. Charged at float32's ulp (an angle computed in float32 or better):
+    an angle computed in float16 or bfloat16 is off by whole radians and stays a failure."""
+    x = np.asarray(x, dtype=np.float64)
+    d = x.shape[-1]
+    if x.size == 0 or d < 2:
+        return 0.0
+    theta = float(base) ** (-np.arange(0, d - 1, 2, dtype=np.float64) / d)  # (d/2,)
+    angle = np.abs(np.asarray(positions, dtype=np.float64))[..., None] * theta  # (..., L, d/2)
+    pair = np.hypot(x[..., 0:d - 1:2], x[..., 1::2])  # (..., L, d/2)
+    return magnitude(angle * pair)
+
+
+def layer_norm_backward_mean_size(dy, x, gamma, eps=1e-5) -> float:
+    """LayerNorm's stored row mean, through the backward pass: a mean off by eps |mean| shifts x_hat by
+    δ = eps |mean| / σ, which moves dx by about |g| / σ (1 + 2 max|x_hat|) δ (g = dy gamma) and dgamma by
+    rows |dy| δ. This returns that size over eps."""
+    dy, x, gamma = (np.asarray(a, dtype=np.float64) for a in (dy, x, gamma))
+    if x.size == 0:
+        return 0.0
+    centred = x - x.mean(axis=-1, keepdims=True)
+    sigma = np.sqrt((centred**2).mean(axis=-1, keepdims=True) + float(eps))  # (..., 1)
+    shift = np.abs(x.mean(axis=-1, keepdims=True)) / sigma  # (..., 1): δ / eps
+    x_hat = float(np.abs(centred / sigma).max())
+    g = np.abs(dy * gamma).max(axis=-1, keepdims=True)  # (..., 1)
+    rows = max(dy.size // max(dy.shape[-1], 1), 1)
+    dx = float((g / sigma * shift).max()) * (1.0 + 2.0 * x_hat)
+    return max(dx, rows * float(np.abs(dy).max()) * float(shift.max()))
+
+
+def carried_size(fname: str, args, kwargs, dtype: str | None = None) -> float:
     """A size whose one-ulp error every implementation carries and the yardstick may happen to miss
-    (the low-precision bound's third term): LayerNorm's stored row mean, attention's stored scores;
-    0 for other functions."""
+    (the low-precision bound's third term): LayerNorm's stored row mean (in its backward pass too),
+    attention's stored scores and row normaliser, RoPE's angles (at float32's ulp, whatever `dtype`,
+    the implementation's, is); 0 for other functions."""
     if fname == "layer_norm" and len(args) >= 2:
         return layer_norm_mean_size(args[0], args[1], kwargs.get("eps", args[3] if len(args) > 3 else 1e-5))
+    if fname == "layer_norm_backward" and len(args) >= 3:
+        return layer_norm_backward_mean_size(*args[:3], kwargs.get("eps", args[3] if len(args) > 3 else 1e-5))
+    if fname in ("rotary_embedding", "rotary_embedding_half_split") and len(args) >= 2:
+        x = np.asarray(args[0], dtype=np.float64)
+        if fname == "rotary_embedding_half_split" and x.shape[-1] % 2 == 0:  # pairs (i, i + d/2): interleave them
+            x = x[..., _reference().half_split_permutation(x.shape[-1])]
+        scale = EPS["float32"] / EPS[dtype] if dtype in EPS and dtype != "float64" else 1.0
+        return rope_angle_size(x, args[1], kwargs.get("base", args[2] if len(args) > 2 else 10000.0)) * scale
     if fname in ("scaled_dot_product_attention", "attention_weights") and len(args) >= 2:
         v = args[2] if fname == "scaled_dot_product_attention" and len(args) >= 3 else None
-        keys = ("mask", "is_causal", "scale", "bias")
+        keys = {n: kwargs[n] for n in ("mask", "is_causal", "scale", "bias") if n in kwargs}
         try:
             with np.errstate(all="ignore"):
-                return score_sensitivity_size(args[0], args[1], v, **{n: kwargs[n] for n in keys if n in kwargs})
+                return score_sensitivity_size(args[0], args[1], v, **keys) + normaliser_size(args[0], args[1], v, **keys)
         except (ValueError, IndexError, TypeError):
             return 0.0
     return 0.0
@@ -354,7 +421,7 @@ def bound_against(dtype: str, oracle_fn, r_args, r_kwargs, expected, fname: str 
     the carried term are that function's."""
     yard = None if dtype == "float64" else yardstick(oracle_fn, r_args, r_kwargs, dtype)
     fname = fname or oracle_fn.__name__
-    size, carried = size_of(fname, r_args, r_kwargs), carried_size(fname, r_args, r_kwargs)
+    size, carried = size_of(fname, r_args, r_kwargs), carried_size(fname, r_args, r_kwargs, dtype)
     own = terms_size(fname, r_args, r_kwargs, expected)
     if last is not None:
         carried = max(carried, carried_size(last[0], last[1], {}))
@@ -379,10 +446,14 @@ def less_precise(seen: str, required: str) -> bool:
 
 
 def positional_bound(dtype: str, expected, length: int, d_model: int) -> Bound:
-    """The sinusoidal encoding against the reference. Its naive error in `dtype` is known in closed form:
-    the angle p·ω_i, with ω_i and the product each stored in `dtype`, is off by up to eps·p·ω_i (ω_0 = 1),
-    and sin/cos move by as much; so the naive error is eps x the largest angle (angle_size)."""
-    return oracle_bound(dtype, expected, None, angle_size(length), naive_error=EPS[dtype] * angle_size(length - 1))
+    """The sinusoidal encoding against the reference. Its naive error is known in closed form: the angle
+    p·ω_i, with ω_i and the product each stored in float32, is off by up to eps·p·ω_i (ω_0 = 1), and sin/cos
+    move by as much; so the naive error is eps x the largest angle (angle_size), with float32's eps for
+    float32 and lower. An angle computed in float16 or bfloat16 is off by radians at a few hundred positions
+    (a wrong base, 10240, moves the encoding by less): the encoding is computed in float32 or better and
+    only its values stored in the lower dtype, as for RoPE's angles (rope_angle_size)."""
+    angle_eps = EPS[dtype] if dtype == "float64" else EPS["float32"]
+    return oracle_bound(dtype, expected, None, angle_size(length), naive_error=angle_eps * angle_size(length - 1))
 
 
 def float32_statistics_bound(dtype: str, expected, r_args) -> Bound:
