@@ -690,6 +690,47 @@ FIGURES["sink_share"] = (
     "to less than 1")
 
 
+# ------------------------------------------------------------------------------ LOG-SUM-EXP
+# (the log-sum-exp chapter's figure: two partial results merged by their log-sum-exp)
+
+def lse_merge(path: Path) -> Path:
+    """One query's weights over 8 keys: each half's own softmax, and the whole, which is each half times exp(lse_k - lse)."""
+    from reference import scaled_dot_product_attention
+
+    plt = _pyplot()
+    rng = np.random.default_rng(3)
+    q, k = rng.standard_normal((1, 4)) * 1.5, rng.standard_normal((8, 4))
+    eye = np.eye(8)  # V = I: the output is the weights themselves
+    first = np.arange(8) < 4
+    p1, lse1 = scaled_dot_product_attention(q, k, eye, mask=first, return_lse=True)
+    p2, lse2 = scaled_dot_product_attention(q, k, eye, mask=~first, return_lse=True)
+    whole, lse = scaled_dot_product_attention(q, k, eye, return_lse=True)
+    w1, w2 = float(np.exp(lse1 - lse)[0]), float(np.exp(lse2 - lse)[0])
+    fig, axes = plt.subplots(1, 2, figsize=(6.4, 3.2), sharey=True)
+    x = np.arange(8)
+    axes[0].bar(x[first], p1[0, first], color=SEEN, label="keys 0-3 alone")
+    axes[0].bar(x[~first], p2[0, ~first], color="#E69F00", label="keys 4-7 alone")
+    axes[0].set_title("each half's own softmax\n(each sums to 1)")
+    axes[0].set_ylabel("weight")
+    axes[1].bar(x[first], w1 * p1[0, first], color=SEEN, label=f"x exp(lse1 - lse) = {w1:.2f}")
+    axes[1].bar(x[~first], w2 * p2[0, ~first], color="#E69F00", label=f"x exp(lse2 - lse) = {w2:.2f}")
+    axes[1].scatter(x, whole[0], color="black", zorder=3, s=14, label="the whole, one softmax")
+    axes[1].set_title("merged: each half weighted\nby its share of the denominator")
+    for ax in axes:
+        ax.set_xticks(x)
+        ax.set_xlabel("key $j$")
+        ax.legend(loc="upper left", fontsize=9)
+    axes[0].set_ylim(0, 1.25)
+    fig.tight_layout(w_pad=0.8)
+    return _save(fig, path)
+
+
+FIGURES["lse_merge"] = (
+    "log_sum_exp", lse_merge,
+    "One query's weights over 8 keys: each half's own softmax, and the merge, each half scaled by exp of its "
+    "log-sum-exp minus the whole's, which lands on the weights of one softmax over all keys")
+
+
 def write_all(directory: Path = FIGURE_DIR) -> list[Path]:
     """Draw every figure into `directory` as NAME.svg; returns the paths."""
     import matplotlib

@@ -19,6 +19,7 @@ import numpy as np
 
 from impls._mask_keywords import and_masks, extra_mask
 from reference.checks import check_attention, check_layer_norm, check_multi_head, check_num_heads, check_rotary
+from reference.log_sum_exp import check_merge
 from reference.sinks import sink_column
 from reference.softcap import check_softcap
 
@@ -103,14 +104,51 @@ def attention_weights(q, k, mask=None, is_causal=False, scale=None, bias=None, w
 
 
 def scaled_dot_product_attention(q, k, v, mask=None, is_causal=False, scale=None, bias=None, window_size=None,
-                                 q_segment_ids=None, kv_segment_ids=None, softcap=None, sinks=None):
-    """softmax(Q K^T * scale + bias) V; q (..., L_q, d_k), k (..., L_k, d_k), v (..., L_k, d_v) -> (..., L_q, d_v)."""
+                                 q_segment_ids=None, kv_segment_ids=None, softcap=None, sinks=None, return_lse=False):
+    """softmax(Q K^T * scale + bias) V; q (..., L_q, d_k), k (..., L_k, d_k), v (..., L_k, d_v) -> (..., L_q, d_v).
+
+    return_lse=True: (out, lse), lse (..., L_q) the log of each row's softmax denominator, -inf for a dead row."""
     *_, L_q, L_k = check_attention(q, k, v, mask=mask, bias=bias)
     scale = _default_scale(q.shape[-1], scale)
-    extra = extra_mask(q, L_q, L_k, window_size, q_segment_ids, kv_segment_ids)  # window AND documents
-    p = _weights(q, k, and_masks(_visible(mask, is_causal, L_q, L_k), extra), scale, bias, softcap,
-                 sinks)  # (..., L_q, L_k)
-    return p @ v  # (..., L_q, d_v); a zero row of P gives a zero row
+    allowed = and_masks(_visible(mask, is_causal, L_q, L_k),
+                        extra_mask(q, L_q, L_k, window_size, q_segment_ids, kv_segment_ids))  # AND window, documents
+    p = _weights(q, k, allowed, scale, bias, softcap, sinks)  # (..., L_q, L_k)
+    out = p @ v  # (..., L_q, d_v); a zero row of P gives a zero row
+    if not return_lse:
+        return out
+    return out, _log_sum_exp(q, k, allowed, scale, bias, softcap, sinks)
+
+
+def _log_sum_exp(q, k, allowed, scale, bias, softcap, sinks):
+    """lse_i = m_i + log sum_j exp(S_ij - m_i) over visible keys (and the sink); -inf for a dead row; (..., L_q)."""
+    s = q @ np.swapaxes(k, -1, -2) * scale  # (..., L_q, L_k): the scores again, a second pass
+    if softcap is not None:
+        s = softcap * np.tanh(s / softcap)
+    if bias is not None:
+        s = s + bias
+    if allowed is not None:
+        s = np.where(allowed, s, -np.inf)
+    m = s.max(axis=-1, keepdims=True)  # (..., L_q, 1)
+    sink = None if sinks is None else sink_column(sinks, s.shape).astype(s.dtype, copy=False)
+    if sink is not None:
+        m = np.maximum(m, sink)
+    m = np.where(np.isneginf(m), 0.0, m).astype(s.dtype, copy=False)
+    z = np.exp(s - m).sum(axis=-1, keepdims=True)
+    if sink is not None:
+        z = z + np.exp(sink - m)
+    with np.errstate(divide="ignore"):
+        return (m + np.log(z))[..., 0]
+
+
+def merge_attention(out1, lse1, out2, lse2):
+    """Attention over two disjoint key sets from each one's (out, lse): out = sum_k exp(lse_k - lse) out_k."""
+    check_merge(out1, lse1, out2, lse2)
+    lse = np.logaddexp(lse1, lse2)  # (..., L_q); -inf when both halves saw nothing
+    finite = np.isfinite(lse)
+    safe = np.where(finite, lse, 0.0)
+    w1 = np.where(finite, np.exp(lse1 - safe), 0.0)[..., None]  # (..., L_q, 1): each half's share
+    w2 = np.where(finite, np.exp(lse2 - safe), 0.0)[..., None]
+    return w1 * out1 + w2 * out2, lse
 
 
 def split_heads(x, num_heads):

@@ -56,6 +56,9 @@ def scaled_dot_product_attention(q, k, v, mask=None, is_causal=False, scale=None
       the scores' leading dims, e.g. (H,)) joins each row's softmax denominator with no value:
       P_ij = exp(S_ij - m) / (exp(sink - m) + sum_j' exp(S_ij' - m)), m = max(sink, max_j S_ij),
       so rows sum to less than 1, and a row with every key hidden still outputs exactly 0.
+    - `return_lse=True` (later chapter, docs/log_sum_exp.md): return (out, lse), lse (..., L_q)
+      the log of each row's softmax denominator, m + log sum_j exp(S_ij - m) over the visible
+      keys (and the sink), -inf for a row that sees no key. See merge_attention.
     - Outputs keep the input dtype (under NumPy 2, float32 * np.float64(s) is float64;
       multiply by a Python float instead).
 
@@ -228,3 +231,20 @@ def scaled_dot_product_attention_backward(dout, q, k, v, mask=None, is_causal=Fa
     """
     raise NotImplementedError(
         "scaled_dot_product_attention_backward is not written yet: see the chapter docs/gradients.md")
+
+
+def merge_attention(out1, lse1, out2, lse2):
+    """Attention over two disjoint key sets K_1, K_2 from each one's result: -> (out, lse) over K_1 ∪ K_2.
+
+    out_k (..., L_q, d_v) and lse_k (..., L_q) come from
+    scaled_dot_product_attention(..., return_lse=True) over K_k alone, where
+    lse_i = log sum_{j visible} exp(S_ij) (S the scaled scores; -inf for a row that sees no key):
+        lse = log(exp(lse1) + exp(lse2))            (np.logaddexp: never exp() alone)
+        out = exp(lse1 - lse) * out1 + exp(lse2 - lse) * out2
+    A row where both halves saw nothing has lse = -inf and outputs exactly 0, not NaN.
+    (Later chapter, docs/log_sum_exp.md; return_lse=True is a keyword of
+    scaled_dot_product_attention you add with it.)
+
+    Raise ValueError if the two halves' shapes differ, or if lse is not out's shape without its last axis.
+    """
+    raise NotImplementedError("merge_attention is not written yet: see the chapter docs/log_sum_exp.md")

@@ -108,15 +108,42 @@ def attention_weights(q, k, mask=None, is_causal=False, scale=None, bias=None, w
 
 
 def scaled_dot_product_attention(q, k, v, mask=None, is_causal=False, scale=None, bias=None, window_size=None,
-                                 q_segment_ids=None, kv_segment_ids=None, softcap=None, sinks=None):
-    """softmax(Q K^T * scale + bias) V; q (..., L_q, d_k), k (..., L_k, d_k), v (..., L_k, d_v) -> (..., L_q, d_v)."""
+                                 q_segment_ids=None, kv_segment_ids=None, softcap=None, sinks=None, return_lse=False):
+    """softmax(Q K^T * scale + bias) V; q (..., L_q, d_k), k (..., L_k, d_k), v (..., L_k, d_v) -> (..., L_q, d_v).
+
+    return_lse=True: (out, lse), lse (..., L_q) = torch.logsumexp of each row's visible scores (and sink)."""
     shape = check_attention(q, k, v, mask=mask, bias=bias)
     L_q, L_k = shape[-2:]
     softcap = _check_softcap_and_sinks(softcap, sinks, shape)
     allowed = and_masks(_visible(mask, is_causal, L_q, L_k, q.device),
                         extra_mask(q, L_q, L_k, window_size, q_segment_ids, kv_segment_ids))  # AND window, documents
     p = _attention_weights(q, k, allowed, _scale(q, scale), bias, softcap, sinks)
-    return torch.matmul(p, v)  # (..., L_q, L_k) @ (..., L_k, d_v) -> (..., L_q, d_v)
+    out = torch.matmul(p, v)  # (..., L_q, L_k) @ (..., L_k, d_v) -> (..., L_q, d_v)
+    if not return_lse:
+        return out
+    scores = torch.matmul(q, k.transpose(-2, -1)) * _scale(q, scale)  # the scores again, for their log-sum-exp
+    if softcap is not None:
+        scores = softcap * torch.tanh(scores / softcap)
+    if bias is not None:
+        scores = scores + bias
+    if allowed is not None:
+        scores = scores.masked_fill(~allowed, float("-inf"))
+    if sinks is not None:
+        sink = sinks.to(scores.dtype)[..., None, None].expand(*scores.shape[:-1], 1)
+        scores = torch.cat([scores, sink], dim=-1)
+    return out, torch.logsumexp(scores, dim=-1)  # torch subtracts the row max; a row of -inf gives -inf
+
+
+def merge_attention(out1, lse1, out2, lse2):
+    """Attention over two disjoint key sets from each one's (out, lse): out = sum_k exp(lse_k - lse) out_k."""
+    if out1.shape != out2.shape or lse1.shape != lse2.shape or out1.shape[:-1] != lse1.shape:
+        raise ValueError(f"partial results of mismatched shapes: out {tuple(out1.shape)}, {tuple(out2.shape)}; "
+                         f"lse {tuple(lse1.shape)}, {tuple(lse2.shape)}")
+    lse = torch.logaddexp(lse1, lse2)  # (..., L_q); -inf when both halves saw nothing
+    safe = torch.where(torch.isfinite(lse), lse, torch.zeros_like(lse))
+    w1 = torch.where(torch.isfinite(lse), torch.exp(lse1 - safe), torch.zeros_like(lse))[..., None]
+    w2 = torch.where(torch.isfinite(lse), torch.exp(lse2 - safe), torch.zeros_like(lse))[..., None]
+    return w1 * out1 + w2 * out2, lse
 
 
 def split_heads(x, num_heads):

@@ -13,6 +13,7 @@ from reference.heads import merge_heads, split_heads
 from reference.kv_cache import KVCache, attend_with_cache, decode
 from reference.layer_norm import layer_norm
 from reference.layer_norm_backward import layer_norm_backward
+from reference.log_sum_exp import merge_attention
 from reference.masks import causal_mask, padding_mask, visible
 from reference.multi_head import multi_head_attention
 from reference.positional import sinusoidal_positional_encoding
@@ -32,6 +33,7 @@ __all__ = [
     "layer_norm",
     "layer_norm_backward",
     "masked_softmax",
+    "merge_attention",
     "merge_heads",
     "multi_head_attention",
     "padding_mask",

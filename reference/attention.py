@@ -23,6 +23,7 @@ import math
 import numpy as np
 
 from reference.checks import check_attention
+from reference.log_sum_exp import log_sum_exp
 from reference.mask_algebra import visible_keys
 from reference.sinks import sink_column, softmax_with_sink
 from reference.softcap import check_softcap, softcap as cap_scores
@@ -71,11 +72,33 @@ def attention_weights(q, k, mask=None, is_causal=False, scale=None, bias=None, w
 
 # --8<-- [start:scaled_dot_product_attention]
 def scaled_dot_product_attention(q, k, v, mask=None, is_causal=False, scale=None, bias=None, window_size=None,
-                                 q_segment_ids=None, kv_segment_ids=None, softcap=None, sinks=None):
-    """softmax(Q K^T * scale + bias) V; q (..., L_q, d_k), k (..., L_k, d_k), v (..., L_k, d_v) -> (..., L_q, d_v)."""
+                                 q_segment_ids=None, kv_segment_ids=None, softcap=None, sinks=None, return_lse=False):
+    """softmax(Q K^T * scale + bias) V; q (..., L_q, d_k), k (..., L_k, d_k), v (..., L_k, d_v) -> (..., L_q, d_v).
+
+    return_lse=True: (out, lse), lse (..., L_q) the log of each row's softmax denominator (reference.log_sum_exp)."""
     check_attention(q, k, v, mask=mask, bias=bias)
-    p = attention_weights(q, k, mask=mask, is_causal=is_causal, scale=scale, bias=bias, window_size=window_size,
-                          q_segment_ids=q_segment_ids, kv_segment_ids=kv_segment_ids, softcap=softcap,
-                          sinks=sinks)  # (..., L_q, L_k)
-    return p @ v  # (..., L_q, L_k) @ (..., L_k, d_v) -> (..., L_q, d_v)
+    keywords = dict(mask=mask, is_causal=is_causal, scale=scale, bias=bias, window_size=window_size,
+                    q_segment_ids=q_segment_ids, kv_segment_ids=kv_segment_ids, softcap=softcap)
+    p = attention_weights(q, k, sinks=sinks, **keywords)  # (..., L_q, L_k)
+    out = p @ v  # (..., L_q, L_k) @ (..., L_k, d_v) -> (..., L_q, d_v)
+    if not return_lse:
+        return out
+    scores, allowed = attention_scores(q, k, **keywords)
+    sink = None if sinks is None else sink_column(sinks, scores.shape)
+    return out, log_sum_exp(scores, allowed, sink)
+
+
+def attention_scores(q, k, mask=None, is_causal=False, scale=None, bias=None, window_size=None,
+                     q_segment_ids=None, kv_segment_ids=None, softcap=None):
+    """The scores the softmax sees (scaled, capped, biased), (..., L_q, L_k), and which keys are visible."""
+    scores_shape = check_attention(q, k, mask=mask, bias=bias)
+    L_q, L_k = scores_shape[-2:]
+    scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
+    scores = (q @ np.swapaxes(k, -1, -2)) * scale
+    if softcap is not None:
+        scores = cap_scores(scores, check_softcap(softcap))
+    if bias is not None:
+        scores = scores + bias
+    allowed = visible_keys(mask, is_causal, L_q, L_k, window_size, q_segment_ids, kv_segment_ids)
+    return scores, np.broadcast_to(allowed, np.broadcast_shapes(scores.shape, np.shape(allowed)))
 # --8<-- [end:scaled_dot_product_attention]

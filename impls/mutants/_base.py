@@ -34,6 +34,7 @@ __all__ = [
     "t5_relative_position_bucket",
     "layer_norm_backward",
     "scaled_dot_product_attention_backward",
+    "merge_attention",
 ]
 
 
@@ -243,9 +244,9 @@ def _add_bias(scores, bias, shape):
         raise ValueError(f"bias of shape {bias.shape} does not broadcast to the scores' shape {shape}") from None
 
 
-def attention_weights(q, k, mask=None, is_causal=False, scale=None, bias=None, window_size=None,
-                      q_segment_ids=None, kv_segment_ids=None, softcap=None, sinks=None):
-    q, k = np.asarray(q), np.asarray(k)
+def _attention_parts(q, k, mask, is_causal, scale, bias, window_size, q_segment_ids, kv_segment_ids, softcap,
+                     sinks):
+    """The scores the softmax sees (scaled, capped, biased), which keys are visible, and the sink column (or None)."""
     _check_qk(q, k)
     L_q, d_k = q.shape[-2:]
     L_k = k.shape[-2]
@@ -258,19 +259,63 @@ def attention_weights(q, k, mask=None, is_causal=False, scale=None, bias=None, w
         scores = _softcap(scores, _check_softcap(softcap))   # the scaled scores, before mask and bias
     scores = _add_bias(np.broadcast_to(scores, shape), bias, shape)
     visible = visible & (scores > -np.inf)   # a -inf bias hides its key
-    if sinks is not None:
-        return _masked_softmax_with_sink(scores, visible, _sink_column(sinks, shape, scores.dtype))
+    sink = None if sinks is None else _sink_column(sinks, shape, scores.dtype)
+    return scores, visible, sink
+
+
+def attention_weights(q, k, mask=None, is_causal=False, scale=None, bias=None, window_size=None,
+                      q_segment_ids=None, kv_segment_ids=None, softcap=None, sinks=None):
+    q, k = np.asarray(q), np.asarray(k)
+    scores, visible, sink = _attention_parts(q, k, mask, is_causal, scale, bias, window_size, q_segment_ids,
+                                             kv_segment_ids, softcap, sinks)
+    if sink is not None:
+        return _masked_softmax_with_sink(scores, visible, sink)
     return _masked_softmax(scores, visible)
 
 
+def _log_sum_exp(scores, visible, sink=None):
+    """log of each row's softmax denominator, m + log sum exp(s - m); -inf for a row with nothing visible."""
+    filled = np.where(visible, scores, -np.inf)
+    row_max = filled.max(axis=-1, keepdims=True)
+    if sink is not None:
+        row_max = np.maximum(row_max, sink)
+    row_max = np.where(np.isfinite(row_max), row_max, 0)
+    total = np.where(visible, np.exp(filled - row_max), 0).sum(axis=-1, keepdims=True)
+    if sink is not None:
+        total = total + np.exp(sink - row_max)
+    with np.errstate(divide="ignore"):
+        return (row_max + np.log(total))[..., 0]
+
+
 def scaled_dot_product_attention(q, k, v, mask=None, is_causal=False, scale=None, bias=None, window_size=None,
-                                 q_segment_ids=None, kv_segment_ids=None, softcap=None, sinks=None):
+                                 q_segment_ids=None, kv_segment_ids=None, softcap=None, sinks=None, return_lse=False):
     q, k, v = np.asarray(q), np.asarray(k), np.asarray(v)
     _check_qk(q, k)
     _check_lengths(k, v)
     _batch_shape(q=q, k=k, v=v)
-    return attention_weights(q, k, mask, is_causal, scale, bias, window_size, q_segment_ids, kv_segment_ids,
-                             softcap, sinks) @ v
+    out = attention_weights(q, k, mask, is_causal, scale, bias, window_size, q_segment_ids, kv_segment_ids,
+                            softcap, sinks) @ v
+    if not return_lse:
+        return out
+    scores, visible, sink = _attention_parts(q, k, mask, is_causal, scale, bias, window_size, q_segment_ids,
+                                             kv_segment_ids, softcap, sinks)
+    return out, _log_sum_exp(scores, visible, sink)
+
+
+def merge_attention(out1, lse1, out2, lse2):
+    """Attention over two disjoint key sets from each one's (out, lse): weights exp(lse_k - lse), lse = logaddexp."""
+    out1, lse1, out2, lse2 = (np.asarray(x) for x in (out1, lse1, out2, lse2))
+    if out1.shape != out2.shape or lse1.shape != lse2.shape or out1.shape[:-1] != lse1.shape:
+        raise ValueError(f"partial results of mismatched shapes: out {out1.shape}, {out2.shape}; "
+                         f"lse {lse1.shape}, {lse2.shape}")
+    m = np.maximum(lse1, lse2)
+    m = np.where(np.isfinite(m), m, 0)
+    w1, w2 = np.exp(lse1 - m), np.exp(lse2 - m)
+    total = w1 + w2
+    with np.errstate(divide="ignore"):
+        lse = m + np.log(total)
+    total = np.where(total > 0, total, 1)
+    return (w1 / total)[..., None] * out1 + (w2 / total)[..., None] * out2, lse
 
 
 # ---------------------------------------------------------------------------

@@ -40,12 +40,14 @@ LATER_FUNCTIONS = (
     "t5_relative_position_bucket",
     "layer_norm_backward",
     "scaled_dot_product_attention_backward",
+    "merge_attention",  # docs/log_sum_exp.md
 )
 ALL_FUNCTIONS = CONTRACT_FUNCTIONS + LATER_FUNCTIONS
 # Keywords that later chapters add to v1 functions: optional, as those chapters are.
 LATER_KEYWORDS = ("bias", "num_kv_heads",
                   "window_size", "q_segment_ids", "kv_segment_ids",  # mask algebra (docs/mask_algebra.md)
-                  "softcap", "sinks")  # softcapping and sinks (docs/softcap_sinks.md)
+                  "softcap", "sinks",  # softcapping and sinks (docs/softcap_sinks.md)
+                  "return_lse")  # the log-sum-exp (docs/log_sum_exp.md)
 # Keywords of a tiled (chunked) implementation only: without them EFF-1/EFF-2 do not apply.
 TILING_KEYWORDS = ("block_q", "block_k")
 KNOWN_DTYPES = ("float64", "float32", "float16", "bfloat16")

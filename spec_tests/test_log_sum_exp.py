@@ -1,0 +1,126 @@
+"""Chapter: the log-sum-exp and merging partial results (docs/log_sum_exp.md). Claims LSE-1, LSE-2.
+
+    return_lse=True : (out, lse), lse_i = log sum_{j visible} exp(S_ij), S the scores the softmax sees;
+                      -inf for a row with no visible key                 (FlashAttention's softmax_lse)
+    merge_attention(out1, lse1, out2, lse2) -> (out, lse):
+                      lse = log(exp(lse1) + exp(lse2)),  out = exp(lse1 - lse) out1 + exp(lse2 - lse) out2
+
+Relation: attention over two disjoint key sets, merged by their log-sum-exp, equals attention over
+their union (split-KV decoding, ring attention). The keyword and the function are optional
+(CONTRACT.md, "Log-sum-exp and merging"): without them these claims are "not implemented".
+"""
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import reference
+from spec_tests.harness import check, tolerance
+from spec_tests.harness.strategies import HEAD_DIMS, SEEDS, normal, random_mask
+
+claim = pytest.mark.claim
+SDPA = "scaled_dot_product_attention"
+SIZES = st.integers(1, 8)
+
+
+@st.composite
+def lse_cases(draw, scales=st.sampled_from([1.0, 3.0])):
+    """q (H, L_q, d), k (H, L_k, d), v (H, L_k, d_v) and a mask (some rows dead) or none."""
+    H, L_q, L_k = draw(st.integers(1, 3), label="H"), draw(SIZES, label="L_q"), draw(SIZES, label="L_k")
+    d, d_v, seed = draw(HEAD_DIMS, label="d"), draw(HEAD_DIMS, label="d_v"), draw(SEEDS, label="seed")
+    size = draw(scales, label="magnitude")
+    masked = draw(st.booleans(), label="masked")
+    mask = random_mask(seed + 3, (H, L_q, L_k), 0.7, dead_rows=draw(st.integers(0, 1), label="dead rows")) \
+        if masked else None
+    q, k = normal(seed, (H, L_q, d), scale=size), normal(seed + 1, (H, L_k, d), scale=size)
+    return q, k, normal(seed + 2, (H, L_k, d_v)), mask
+
+
+# ---------------------------------------------------------------------------------- LSE-1
+@claim("LSE-1")
+@given(case=lse_cases())
+def test_return_lse_matches_the_reference(impl, case):
+    """return_lse=True returns (out, lse): out as without it, lse_i = log sum_{j visible} exp(S_ij) of the scaled scores."""
+    q, k, v, mask = case
+    out, lse = check.oracle(impl, SDPA, q, k, v, mask=mask, return_lse=True)
+    plain = impl.scaled_dot_product_attention(q, k, v, mask=mask)
+    check.close(impl, out, plain, "the output with return_lse=True equals the output without it",
+                size=tolerance.attention_output_size(v))
+
+
+@claim("LSE-1")
+@given(case=lse_cases(), dead=st.integers(1, 3))
+def test_a_dead_row_has_lse_minus_infinity(impl, case, dead):
+    """A query that sees no key has lse = -inf exactly (the log of an empty sum) and outputs exactly 0."""
+    q, k, v, _ = case
+    mask = random_mask(int(abs(q[0, 0, 0]) * 1e6), q.shape[:-1] + (k.shape[-2],), 0.7, dead_rows=dead)
+    out, lse = impl.scaled_dot_product_attention(q, k, v, mask=mask, return_lse=True)
+    dead_rows = ~mask.any(axis=-1)
+    check.exactly(impl, lse[dead_rows], np.full(int(dead_rows.sum()), -np.inf),
+                  "a row with no visible key has lse exactly -inf")
+    check.exactly(impl, out[dead_rows], np.zeros_like(out[dead_rows]), "a row with no visible key outputs exactly 0")
+
+
+@claim("LSE-1")
+@given(seed=SEEDS, L_q=SIZES, L_k=SIZES, d=st.integers(1, 4), big=st.sampled_from([200.0, 2000.0]))
+def test_lse_of_large_scores_is_finite(impl, seed, L_q, L_k, d, big):
+    """Scores in the hundreds or thousands: lse stays finite and right (m + log sum exp(S - m), never exp(S) alone)."""
+    q = normal(seed, (L_q, d))
+    k = normal(seed + 1, (L_k, d))
+    q = q / np.linalg.norm(q, axis=-1, keepdims=True) * np.sqrt(big)  # scores up to big / sqrt(d) in size
+    k = k / np.linalg.norm(k, axis=-1, keepdims=True) * np.sqrt(big)
+    v = normal(seed + 2, (L_k, d))
+    _, lse = check.oracle(impl, SDPA, q, k, v, return_lse=True)
+    check.holds(impl, bool(np.isfinite(lse).all()), f"with scores up to {big / np.sqrt(d):.0f}, every lse is finite",
+                [f"lse seen: {lse}", "inf means exp(S) was summed without subtracting the row maximum first"], [lse])
+
+
+# ---------------------------------------------------------------------------------- LSE-2
+@st.composite
+def split_cases(draw):
+    """An attention problem and a split of its keys into two disjoint sets (a boolean per key, (L_k,))."""
+    q, k, v, mask = draw(lse_cases(scales=st.sampled_from([1.0, 3.0])))
+    L_k = k.shape[-2]
+    how = draw(st.sampled_from(["halves", "random"]), label="split")
+    if how == "halves":
+        first = np.arange(L_k) < draw(st.integers(0, L_k), label="cut")
+    else:
+        first = np.random.default_rng(draw(SEEDS, label="split seed")).random(L_k) < 0.5
+    return q, k, v, mask, first
+
+
+def _with(mask, keys, shape):
+    """mask AND the key set `keys` (L_k,), broadcast to `shape`."""
+    both = np.broadcast_to(keys, shape)
+    return both if mask is None else mask & both
+
+
+@claim("LSE-2")
+@given(case=split_cases())
+def test_merging_two_halves_equals_the_whole(impl, case):
+    """Attention over K_1 and over K_2 (disjoint), merged by merge_attention, equals attention over K_1 ∪ K_2."""
+    q, k, v, mask, first = case
+    shape = q.shape[:-1] + (k.shape[-2],)
+    out1, lse1 = impl.scaled_dot_product_attention(q, k, v, mask=_with(mask, first, shape).copy(), return_lse=True)
+    out2, lse2 = impl.scaled_dot_product_attention(q, k, v, mask=_with(mask, ~first, shape).copy(), return_lse=True)
+    merged, lse = impl.merge_attention(out1, lse1, out2, lse2)
+    whole, whole_lse = impl.scaled_dot_product_attention(q, k, v, mask=mask, return_lse=True)
+    split = f"keys {np.flatnonzero(first).tolist()} and {np.flatnonzero(~first).tolist()}"
+    check.close(impl, merged, whole, f"attention over {split}, merged, equals attention over all keys",
+                size=tolerance.attention_output_size(v))
+    finite = np.isfinite(whole_lse)
+    check.exactly(impl, np.isfinite(lse), finite, "the merged lse is -inf exactly where no key of either half is visible")
+    check.close(impl, lse[finite], whole_lse[finite], f"the merged lse over {split} equals the lse over all keys",
+                size=tolerance.magnitude(whole_lse[finite]) if finite.any() else 1.0)
+
+
+@claim("LSE-2")
+@given(case=split_cases())
+def test_merge_attention_matches_the_reference(impl, case):
+    """merge_attention on partial results of the reference's own equals the reference's merge."""
+    q, k, v, mask, first = case
+    shape = q.shape[:-1] + (k.shape[-2],)
+    out1, lse1 = reference.scaled_dot_product_attention(q, k, v, mask=_with(mask, first, shape), return_lse=True)
+    out2, lse2 = reference.scaled_dot_product_attention(q, k, v, mask=_with(mask, ~first, shape), return_lse=True)
+    check.oracle(impl, "merge_attention", out1, lse1, out2, lse2)
