@@ -119,3 +119,98 @@ def test_correct_notebook_grades_to_full_marks(tmp_path):
     assert doc["score"] == pytest.approx(full), log[-3000:]
     assert "Graded `hw.ipynb`" in doc["output"]
 
+
+
+# -- every chapter as a notebook (docs_gen/notebooks.py, docs/notebooks/<chapter>.ipynb) ----------------------
+
+# A kernel's "Run all", in a fresh interpreter: every code cell in one namespace, IPython-only lines
+# skipped, the value of a cell's last expression kept in `_` (IPython's displayhook); exits with it.
+RUN_ALL = """
+import ast, sys
+from spec_tests.harness import notebook
+ns = {"__name__": "__main__"}
+for cell in notebook.code_cells(sys.argv[1]):
+    tree = ast.parse(notebook.python_only(cell)[0])
+    if tree.body and isinstance(tree.body[-1], ast.Expr):
+        tree.body[-1] = ast.Assign([ast.Name("_", ast.Store())], tree.body[-1].value, lineno=0)
+    exec(compile(ast.fix_missing_locations(tree), f"cell {cell.number}", "exec"), ns)
+sys.exit(int(ns.get("_")))
+"""
+
+
+def chapter_ids() -> list[str]:
+    from docs_gen import notebooks
+
+    return sorted(p.stem for p in notebooks.outputs())
+
+
+def filled(chapter: str, code: str, target: Path) -> Path:
+    """The chapter's notebook with its implementation cell (the template's stubs) replaced by `code`."""
+    from docs_gen import notebooks
+
+    nb = nbformat.read(str(notebooks.path_of(chapter)), as_version=4)
+    cells = [c for c in nb.cells if notebooks.STUB_TAG in c.metadata.get("tags", [])]
+    assert len(cells) == 1, f"{chapter}.ipynb has {len(cells)} implementation cells"
+    cells[0].source = code
+    nbformat.write(nb, str(target))
+    return target
+
+
+def run_all(path: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", RUN_ALL, str(path)], cwd=path.parent, env=env(),
+                          capture_output=True, text=True, timeout=600)
+
+
+def known_bug_of(chapter: str):
+    """A NumPy known bug filed under one of the chapter's claims (the first by name), or None."""
+    from impls.mutants import catalogue
+    from spec_tests.harness import claims
+
+    for bug in sorted(catalogue(), key=lambda b: b.name):
+        claim = claims.catalogue().get(bug.caught_by)
+        dtypes = set(bug.attributes.get("DTYPES", ("float64", "float32")))
+        if claim and claim.chapter == chapter and bug.attributes.get("BACKEND", "numpy") == "numpy" \
+                and dtypes <= {"float64", "float32"}:
+            return bug
+    return None
+
+
+def test_every_chapter_has_a_notebook():
+    from spec_tests.harness import claims
+
+    assert chapter_ids() == sorted(c.id for c in claims.chapters().values() if c.path.is_file())
+
+
+# A correct implementation each chapter's claims apply to: efficient's are about tiled kernels (block_q, block_k).
+CORRECT = {"efficient": "from impls.numpy_chunked import *  # noqa"}
+
+
+@pytest.mark.parametrize("chapter", chapter_ids())
+def test_chapter_notebook_passes_with_a_correct_implementation(chapter, tmp_path):
+    proc = run_all(filled(chapter, CORRECT.get(chapter) or correct_source(), tmp_path / f"{chapter}.ipynb"))
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-3000:]
+    assert "claims by implementation" in out and "passed" in out, out[-3000:]
+
+
+@pytest.mark.parametrize("chapter", chapter_ids())
+def test_chapter_notebook_fails_a_known_bug_on_its_claim(chapter, tmp_path):
+    bug = known_bug_of(chapter)
+    if bug is None:
+        pytest.skip(f"no NumPy known bug is filed under a claim of {chapter}")
+    proc = run_all(filled(chapter, f"from impls.mutants.{bug.name} import *  # noqa", tmp_path / f"{chapter}.ipynb"))
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 1, out[-3000:]
+    assert f"{bug.caught_by} does not hold" in out, f"{bug.name}: {out[-3000:]}"
+
+
+def test_chapter_notebooks_hold_the_template_stubs_and_the_check_cell():
+    from docs_gen import notebooks
+
+    for chapter in chapter_ids():
+        nb = nbformat.read(str(notebooks.path_of(chapter)), as_version=4)
+        tags = [t for c in nb.cells for t in c.metadata.get("tags", [])]
+        assert tags == [notebooks.STUB_TAG, notebooks.CHECK_TAG], chapter
+        stub = next(c for c in nb.cells if notebooks.STUB_TAG in c.metadata.get("tags", []))
+        assert 'BACKEND = "numpy"' in stub.source and "raise NotImplementedError" in stub.source, chapter
+        assert nb.cells[-1].source.endswith(f'check(globals(), chapter="{chapter}")'), chapter
