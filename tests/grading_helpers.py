@@ -49,6 +49,44 @@ def worker_pids(out: Path) -> list[int]:
     return pids
 
 
+def worker_uid(out: Path) -> int | None:
+    """The worker's user id, from the run's log ("isolation: ... worker uid N, ..."); None when not run as root."""
+    for line in (out / "grading.log").read_text().splitlines():
+        if line.startswith("isolation:") and "worker uid " in line:
+            value = line.split("worker uid ")[1].split(",")[0]
+            if value.isdigit():
+                return int(value)
+    return None
+
+
+def processes_of_user(uid: int) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                st = os.stat(f"/proc/{entry}")
+            except OSError:
+                continue
+            if st.st_uid == uid and alive(int(entry)):
+                found.append(int(entry))
+    return found
+
+
+def files_of_user(uid: int, tops=("/tmp", "/var/tmp", "/dev/shm")) -> list[str]:
+    """Files and folders owned by `uid` anywhere under `tops` (where any user may write)."""
+    found = []
+    for top in tops:
+        for folder, dirs, files in os.walk(top):
+            for name in dirs + files:
+                path = os.path.join(folder, name)
+                try:
+                    if os.lstat(path).st_uid == uid:
+                        found.append(path)
+                except OSError:
+                    continue
+    return found
+
+
 def alive(pid: int) -> bool:
     try:
         with open(f"/proc/{pid}/status") as f:

@@ -153,3 +153,52 @@ def rss_mb(pid: int) -> float:
     except (OSError, ValueError, IndexError):
         pass
     return 0.0
+
+
+WRITABLE = ("/tmp", "/var/tmp", "/dev/shm")  # where any user may write
+
+
+def _devices(pid) -> dict[str, str]:
+    """mount point -> the device of the topmost mount there (major:minor), from /proc/PID/mountinfo."""
+    found = {}
+    with open(f"/proc/{pid}/mountinfo") as f:
+        for line in f:
+            parts = line.split()
+            if len(parts) > 4:
+                found[parts[4]] = parts[2]
+    return found
+
+
+def private_tmp(pid: int) -> bool:
+    """Whether the worker `pid` sees /tmp, /var/tmp and /dev/shm as one tmpfs of its own (worker._private_tmp),
+    read from outside, in /proc/PID/mountinfo (the worker's own word is not taken for it)."""
+    try:
+        theirs, ours = _devices(pid), _devices("self")
+    except OSError:
+        return False
+    tops = [t for t in WRITABLE if os.path.isdir(t)]
+    devices = {theirs.get(t) for t in tops}
+    return len(devices) == 1 and None not in devices and not devices & {ours.get(t) for t in tops}
+
+
+def remove_files_of(uid: int, tops=WRITABLE) -> int:
+    """Delete every file and folder owned by `uid` under `tops` (not following links); returns how many."""
+    removed = 0
+    for top in tops:
+        for folder, dirs, files in os.walk(top, topdown=False):
+            for name in files + dirs:
+                path = os.path.join(folder, name)
+                try:
+                    st = os.lstat(path)
+                    if st.st_uid != uid:
+                        continue
+                    if os.path.isdir(path) and not os.path.islink(path):
+                        import shutil
+
+                        shutil.rmtree(path, ignore_errors=True)
+                    else:
+                        os.unlink(path)
+                    removed += 1
+                except OSError:
+                    continue
+    return removed

@@ -135,6 +135,7 @@ class Session:
         self.test_used = 0.0  # CPU seconds of this test's calls
         self.reset_handles = False
         self.stopped: dict[str, str] = {}  # function -> why it is no longer called
+        self.sweep = False  # a worker ran without a private /tmp: what its user wrote there is deleted at the end
         if self.identity:
             os.chown(self.scratch, self.identity.uid, self.identity.gid)
         _SESSIONS.append(self)
@@ -190,7 +191,8 @@ class Session:
         cmd = [sys.executable, "-s", "-B", "-m", "spec_tests.sandbox.worker", "--in", str(req_r),
                "--out", str(resp_w), "--generation", str(self.generation),
                "--memory-mb", str(self.memory_mb()), "--cpu-seconds", str(self.limits.cpu_seconds),
-               "--file-mb", str(self.limits.file_mb), "--processes", str(self.limits.processes)]
+               "--file-mb", str(self.limits.file_mb), "--processes", str(self.limits.processes),
+               "--disk-mb", str(self.limits.disk_mb)]
         if self.extra_path:
             cmd += ["--extra-path", self.extra_path]
         if self.identity:
@@ -247,6 +249,9 @@ class Session:
             except subprocess.TimeoutExpired:
                 pass
         processes.reap_orphans(self.identity.uid if self.identity else None, killed)
+        if self.identity and self.sweep:  # no private /tmp: nothing the worker's user wrote may stay
+            processes.remove_files_of(self.identity.uid)
+            self.sweep = False
 
     def close(self) -> None:
         self.stop()
@@ -321,6 +326,8 @@ class Session:
                                        "extra_path": self.extra_path}, self.limits.import_timeout)
         except _Died as exc:
             raise LoadError(f"importing the implementation in the isolated worker failed: it {exc}") from None
+        if self.identity and not processes.private_tmp(self.proc.pid):
+            self.sweep = True
         if "error" in reply:
             self.stop()
             raise LoadError(str(reply["error"].get("text") or reply["error"].get("message")).strip())
@@ -451,5 +458,5 @@ def summary() -> list[str]:
                    f"restart(s), {s.stats.cpu_seconds + (processes.cpu_seconds(s.proc.pid) if s.proc else 0.0):.1f}"
                    f" s of worker CPU, peak worker memory {rss:.0f} MB, per-call limit {s.call_cpu:.3g} s of CPU "
                    f"(speed {s.speed:.2f}), {s.stats.oom_retries} retr(ies) after the container ran out of memory, "
-                   f"worker pids {s.stats.pids}")
+                   f"worker uid {s.identity.uid if s.identity else None}, worker pids {s.stats.pids}")
     return out

@@ -29,6 +29,8 @@ import stat
 import sys
 import traceback
 
+import numpy as np
+
 CLONE_NEWNET, CLONE_NEWNS = 0x40000000, 0x00020000
 MS_RDONLY, MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE, MNT_DETACH = 1, 32, 4096, 16384, 1 << 18, 2
 PR_SET_KEEPCAPS, CAP_DAC_READ_SEARCH = 8, 2
@@ -70,6 +72,11 @@ def confine(opts) -> list[str]:
         except OSError as exc:
             notes.append(f"read-only view of the suite not made ({exc})")
             mounted = False
+    if mounted and opts.disk_mb:
+        try:
+            _private_tmp(libc, needed, opts)
+        except OSError as exc:
+            notes.append(f"no private /tmp and /dev/shm ({exc}): files the worker writes there are removed after it")
     keep_read = bool(closed) and not mounted
     if keep_read:  # Python itself lies in a folder other users cannot enter (e.g. /root/.pyenv)
         libc.prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0)
@@ -134,6 +141,63 @@ def _mount_view(libc, needed: list[str], stage: str) -> None:
                 _mount(libc, p, p, None, MS_BIND | MS_REC)
         for p in paths:
             _mount(libc, None, p, None, MS_REMOUNT | MS_BIND | MS_RDONLY)
+
+
+PRIVATE = ("/tmp", "/var/tmp", "/dev/shm")  # where any user may write: the worker's own, in one tmpfs
+
+
+def _mount_points() -> list[str]:
+    points = []
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            parts = line.split()
+            if len(parts) > 4:
+                points.append(parts[4].encode().decode("unicode_escape"))
+    return points
+
+
+def _private_tmp(libc, needed: list[str], opts) -> None:
+    """/tmp, /var/tmp and /dev/shm are folders of one tmpfs of opts.disk_mb (the worker's whole disk quota),
+    seen by this mount namespace only, so they vanish with its last process; the scratch folder is one of
+    them (the implementation's copy bound back read-only), and every other mount is read-only.
+
+    Paths the worker reads that lie under those folders (the implementation's own folder, say) are bound
+    back into the tmpfs, read-only."""
+    scratch = os.getcwd()
+    tmpfs = os.path.join(opts.stage, "private")
+    os.makedirs(tmpfs)
+    _mount(libc, "tmpfs", tmpfs, "tmpfs", 0, f"size={opts.disk_mb}m,mode=755,nr_inodes=65536")
+    under = lambda p, top: p == top or p.startswith(top + os.sep)  # noqa: E731
+    mirrors = []
+    for top in sorted((t for t in PRIVATE if os.path.isdir(t)), key=lambda t: t == "/tmp"):  # /tmp last:
+        mirror = os.path.join(tmpfs, top.strip("/").replace("/", "_"))  # it holds the tmpfs
+        os.mkdir(mirror)
+        os.chmod(mirror, 0o1777)
+        binds = [(p, True) for p in needed if under(p, top)]
+        if under(scratch, top):
+            binds.append((scratch, False))
+        for path, read_only in binds:
+            inside = os.path.join(mirror, os.path.relpath(path, top))
+            os.makedirs(inside, exist_ok=True)
+            if read_only:
+                _mount(libc, path, inside, None, MS_BIND | MS_REC)
+                _mount(libc, None, inside, None, MS_REMOUNT | MS_BIND | MS_RDONLY)
+            else:  # the scratch folder: a folder of the tmpfs of its own, the implementation's copy read-only
+                os.chown(inside, opts.uid, opts.gid)
+                if os.path.isdir(os.path.join(path, "impl")):
+                    os.makedirs(os.path.join(inside, "impl"), exist_ok=True)
+                    _mount(libc, os.path.join(path, "impl"), os.path.join(inside, "impl"), None, MS_BIND)
+                    _mount(libc, None, os.path.join(inside, "impl"), None, MS_REMOUNT | MS_BIND | MS_RDONLY)
+        mirrors.append((mirror, top))
+    for mirror, top in mirrors:
+        _mount(libc, mirror, top, None, MS_BIND | MS_REC)
+    os.chdir(scratch)  # the scratch folder's path, now in the tmpfs
+    ours = set(PRIVATE)
+    for point in _mount_points():  # nothing else the worker could write to: every other mount read-only
+        if point in ours or any(under(point, top) for top in ours) or point.split("/")[1:2] in (["proc"], ["sys"],
+                                                                                             ["dev"]):
+            continue
+        libc.mount(None, point.encode(), None, MS_REMOUNT | MS_BIND | MS_RDONLY, None)  # best effort
 
 
 def _keep_only_capability(libc, cap: int) -> None:
@@ -238,14 +302,26 @@ class Worker:
             raise AttributeError(f"no function {fname}()")
         return fn
 
+    def _converted(self, fn, convert, args, kwargs):
+        """fn(*args, **kwargs) and convert(its result), both under the watch: a result is checked to be plain
+        (`plain`) and converted before the call ends, so no code of the implementation's runs after it."""
+        backend = self.impl.backend
+
+        def run():
+            result = fn(*args, **kwargs)
+            plain(result, backend)
+            return result, convert(result)
+
+        return self._watch(self._audit, self.hits, run)
+
     def call(self, fname, dtype, args, kwargs):
         impl, a = self.impl, self.arrays
         to_native = lambda x: a.to_native(x, impl.backend, dtype, impl.device)  # noqa: E731
         args, kwargs = a.map_arrays(args, to_native), a.map_arrays(kwargs, to_native)
-        result = self._watch(self._audit, self.hits, self._function(fname), *args, **kwargs)
-        first = result[0] if isinstance(result, (tuple, list)) and result else result
-        seen = a.native_dtype_name(first) if hasattr(first, "dtype") else None
-        return {"result": a.map_arrays(result, a.to_numpy), "dtype": seen}
+        result, values = self._converted(self._function(fname), lambda r: a.map_arrays(r, a.to_numpy), args, kwargs)
+        first = result[0] if type(result) in (tuple, list) and result else result
+        seen = a.native_dtype_name(first) if a.is_native(first) else None
+        return {"result": values, "dtype": seen}
 
     def native(self, dtype, value):
         impl, a = self.impl, self.arrays
@@ -257,12 +333,12 @@ class Worker:
         called it inside torch.autocast, so it runs inside one here too."""
         a = self.arrays
         before = a.map_arrays((args, kwargs), a.to_numpy)
+        convert = lambda r: (a.map_arrays(r, a.to_numpy), a.map_arrays((args, kwargs), a.to_numpy))  # noqa: E731
         with _autocast(autocast):
-            result = self._watch(self._audit, self.hits, self._function(fname), *args, **kwargs)
-        first = result[0] if isinstance(result, (tuple, list)) and result else result
-        return {"result": self._plain(result), "before": before, "after": a.map_arrays((args, kwargs), a.to_numpy),
-                "values": a.map_arrays(result, a.to_numpy),
-                "dtype": a.native_dtype_name(first) if hasattr(first, "dtype") else None}
+            result, (values, after) = self._converted(self._function(fname), convert, args, kwargs)
+        first = result[0] if type(result) in (tuple, list) and result else result
+        return {"result": self._plain(result), "before": before, "after": after, "values": values,
+                "dtype": a.native_dtype_name(first) if a.is_native(first) else None}
 
     def get(self, value):
         return self.arrays.map_arrays(value, self.arrays.to_numpy)
@@ -312,6 +388,42 @@ class Worker:
                 os._exit(3)
 
 
+SCALARS = (type(None), bool, int, float, str)
+
+
+def plain(value, backend: str, where: str = "the result") -> None:
+    """Raise TypeError unless `value` is what a contract function returns, exactly: a numpy.ndarray (or, for a
+    PyTorch implementation, a torch.Tensor), a plain scalar, or a tuple, list or dict of these. Types are
+    compared exactly: a subclass, or an object that converts itself (__array__, __torch_function__), would
+    run code of the implementation's while the grader reads the result."""
+    kind = type(value)
+    if kind is np.ndarray or kind in SCALARS or kind in NUMPY_SCALARS:
+        return
+    if backend == "torch" and kind is _torch_tensor():
+        return
+    if kind in (tuple, list):
+        for i, v in enumerate(value):
+            plain(v, backend, f"{where}[{i}]")
+        return
+    if kind is dict:
+        for k, v in value.items():
+            plain(k, backend, f"a key of {where}")
+            plain(v, backend, f"{where}[{k!r}]")
+        return
+    allowed = "a plain numpy.ndarray" + (" or torch.Tensor" if backend == "torch" else "")
+    raise TypeError(f"{where} is a {kind.__module__}.{kind.__qualname__}, not {allowed} (or a tuple of them): "
+                    "return the array itself, not a subclass or an object that converts itself to one")
+
+
+NUMPY_SCALARS = frozenset((np.float64, np.float32, np.float16, np.int64, np.int32, np.int16, np.int8, np.uint8,
+                           np.bool_))
+
+
+def _torch_tensor():
+    torch = sys.modules.get("torch")
+    return torch.Tensor if torch is not None else None
+
+
 def _autocast(state: str | None):
     if not state:
         return contextlib.nullcontext()
@@ -345,6 +457,7 @@ def main(argv=None) -> None:
     p.add_argument("--memory-mb", type=int, default=4096)
     p.add_argument("--cpu-seconds", type=int, default=600)
     p.add_argument("--file-mb", type=int, default=64)
+    p.add_argument("--disk-mb", type=int, default=0, help="a private /tmp and /dev/shm of this size (root only)")
     p.add_argument("--processes", type=int, default=64)
     p.add_argument("--extra-path", help="the implementation's own folder (readable, for its sibling modules)")
     p.add_argument("--stage", help="an empty folder for mount points (root only)")
