@@ -13,7 +13,7 @@ from pathlib import Path
 
 import docs_gen
 from docs_gen import (ARTIFACTS, DOCS, FRAGMENTS, ROOT, benchmarks, bug_feedback, claims_pages, conformance,
-                      examples, figures, kill_rate, mask_explorer, measurements, notebooks)
+                      downloads, examples, figures, kill_rate, mask_explorer, measurements, notebooks)
 from spec_tests.harness import claims
 
 SPEC_REPORT = ARTIFACTS / "spec-report.json"
@@ -137,7 +137,7 @@ def check() -> int:
     claims_pages.write_all(DOCS, FRAGMENTS)
     for path, content in mask_explorer.outputs().items():
         docs_gen.write_output(path, content)
-    for path, content in notebooks.outputs().items():  # each chapter as a notebook, docs/notebooks/
+    for path, content in {**notebooks.outputs(), **downloads.outputs()}.items():  # the site's downloads
         docs_gen.write_output(path, content)
     examples.write_all()  # each chapter's worked example, re-run (figures: tests/test_figures.py)
     kill_rate.write_fragment()
@@ -206,7 +206,9 @@ def main(argv: list[str] | None = None) -> int:
     for path, content in mask_explorer.outputs().items():
         written.append(docs_gen.write_output(path, content))
     shelved = [docs_gen.write_output(path, content) for path, content in notebooks.outputs().items()]
-    print(f"docs_gen: {len(shelved)} chapter notebooks in {_shown(notebooks.OUT)}", flush=True)
+    print(f"docs_gen: {len(shelved) - 1} chapter notebooks in {_shown(notebooks.OUT)}", flush=True)
+    for path, content in downloads.outputs().items():
+        docs_gen.write_output(path, content)
     print(f"docs_gen: {len(written)} claim, pitfall and test-source pages", flush=True)
     drawn = figures.write_all()  # deterministic: drawn from reference/ on every run
     print(f"docs_gen: {len(drawn)} figures in {_shown(figures.FIGURE_DIR)}", flush=True)

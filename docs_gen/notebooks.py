@@ -10,7 +10,8 @@ A chapter's notebook holds, in this order:
     the check cell: check(globals(), chapter="<chapter>")                  (code, tagged "check")
 
 The notebooks are deterministic (cell ids from the chapter and the cell's place), written with
-nbformat, unexecuted; `python -m docs_gen --check` compares them like every other generated file.
+nbformat, unexecuted; `python -m docs_gen --check` compares them like every other generated file. The
+home page lists them (docs_gen/fragments/notebooks.md).
 """
 
 from __future__ import annotations
@@ -21,11 +22,12 @@ from pathlib import Path
 
 import nbformat
 
-from docs_gen import DOCS, FRAGMENTS, ROOT
+from docs_gen import DOCS, FRAGMENTS, GENERATED_NOTE, ROOT
 from spec_tests.harness import claims
 from spec_tests.harness.loader import ALL_FUNCTIONS
 
 OUT = DOCS / "notebooks"
+TABLE = FRAGMENTS / "notebooks.md"  # included by docs/index.md
 TEMPLATE = ROOT / "impls" / "template.py"
 WORKED = ROOT / "docs_gen" / "worked_examples"
 STUB_TAG, CHECK_TAG = "implementation", "check"  # the cells a reader (and tests/test_notebooks.py) looks for
@@ -119,6 +121,15 @@ def notebook(chapter) -> str:
     return nbformat.writes(nb) + "\n"
 
 
+def table(chapters) -> str:
+    """The home page's table of the notebooks (docs_gen/fragments/notebooks.md), one row per chapter."""
+    rows = [f'| [{c.title}]({c.page}) | [{c.id}.ipynb](notebooks/{c.id}.ipynb){{ download="{c.id}.ipynb" }} |'
+            for c in chapters]
+    note = GENERATED_NOTE.format(source="spec_tests/claims.toml's chapters (docs_gen/notebooks.py)")
+    return "\n".join([note, "", "| Chapter | Notebook |", "| --- | --- |", *rows]) + "\n"
+
+
 def outputs() -> dict[Path, str]:
-    """Every chapter's notebook, by the path it is written to."""
-    return {path_of(c.id): notebook(c) for c in claims.chapters().values() if c.path.is_file()}
+    """Every chapter's notebook, by the path it is written to, and the home page's table of them."""
+    chapters = [c for c in claims.chapters().values() if c.path.is_file()]
+    return {**{path_of(c.id): notebook(c) for c in chapters}, TABLE: table(chapters)}

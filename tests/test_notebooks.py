@@ -141,7 +141,7 @@ sys.exit(int(ns.get("_")))
 def chapter_ids() -> list[str]:
     from docs_gen import notebooks
 
-    return sorted(p.stem for p in notebooks.outputs())
+    return sorted(p.stem for p in notebooks.outputs() if p.suffix == ".ipynb")
 
 
 def filled(chapter: str, code: str, target: Path) -> Path:
@@ -214,3 +214,12 @@ def test_chapter_notebooks_hold_the_template_stubs_and_the_check_cell():
         stub = next(c for c in nb.cells if notebooks.STUB_TAG in c.metadata.get("tags", []))
         assert 'BACKEND = "numpy"' in stub.source and "raise NotImplementedError" in stub.source, chapter
         assert nb.cells[-1].source.endswith(f'check(globals(), chapter="{chapter}")'), chapter
+
+
+def test_each_chapter_page_offers_its_notebook():
+    from docs_gen import DOCS
+    from spec_tests.harness import claims
+
+    for chapter in claims.chapters().values():
+        link = f"(notebooks/{chapter.id}.ipynb)"
+        assert link in (DOCS / chapter.page).read_text(), f"docs/{chapter.page} does not link {link}"

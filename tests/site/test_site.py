@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import http.server
+import json
 import os
 import re
 import shutil
@@ -485,5 +486,32 @@ def test_site_opens_from_disk(browser):
         page.wait_for_load_state("load")
         assert page.url.endswith("/sdpa.html"), f"following a link from disk led to {page.url}"
         page.wait_for_function("() => document.querySelectorAll('.arithmatex .katex').length > 5", timeout=15_000)
+    finally:
+        context.close()
+
+
+def test_chapter_offers_its_notebook_for_download(browser, server):
+    """A chapter's page links its notebook, served by the site itself; the home page, the template and
+    the contract; no page links the repository unless one was configured at build time."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900}, accept_downloads=True)
+    page = context.new_page()
+    try:
+        page.goto(server + "masks.html", wait_until="load")
+        link = page.locator("article a[href='notebooks/masks.ipynb']")
+        assert link.count() == 1, "the Masks chapter has no link to notebooks/masks.ipynb"
+        assert link.get_attribute("download") == "masks.ipynb"
+        with page.expect_download() as info:
+            link.click()
+        saved = Path(info.value.path())
+        notebook = json.loads(saved.read_text())
+        tags = [t for cell in notebook["cells"] for t in cell.get("metadata", {}).get("tags", [])]
+        assert tags == ["implementation", "check"], f"masks.ipynb's tagged cells: {tags}"
+        page.goto(server, wait_until="load")
+        for href in ("downloads/template.py", "downloads/CONTRACT.txt"):
+            assert page.locator(f"article a[href='{href}']").count() >= 1, f"the home page does not link {href}"
+            assert (SITE / href).is_file(), f"the built site does not carry {href}"
+        if not os.environ.get("MHA_SPEC_REPO_URL"):
+            for html in SITE.glob("*.html"):
+                assert "github.com/mha-spec" not in html.read_text(), f"{html.name} links a placeholder repository"
     finally:
         context.close()
