@@ -86,9 +86,11 @@ def _check_softcap_and_sinks(softcap, sinks, scores_shape):
             raise ValueError(f"sinks must be float logits broadcastable to {lead}, got {sinks.dtype} of shape "
                              f"{tuple(sinks.shape)}")
         try:
-            torch.broadcast_shapes(sinks.shape, lead)
+            broadcasts = tuple(torch.broadcast_shapes(sinks.shape, lead)) == lead
         except RuntimeError:
-            raise ValueError(f"sinks of shape {tuple(sinks.shape)} do not broadcast to {lead}") from None
+            broadcasts = False
+        if not broadcasts:
+            raise ValueError(f"sinks of shape {tuple(sinks.shape)} do not broadcast to {lead}")
     return softcap
 
 

@@ -34,9 +34,9 @@ def sink_column(sinks, scores_shape) -> np.ndarray:
         raise ValueError(f"sinks must be a float array of one logit per head, got dtype {sinks.dtype}")
     lead = tuple(scores_shape[:-2])
     try:
-        np.broadcast_shapes(sinks.shape, lead)
+        broadcasts = np.broadcast_shapes(sinks.shape, lead) == lead
     except ValueError:
-        raise ValueError(f"sinks of shape {sinks.shape} do not broadcast to the scores' leading dims {lead}") from None
-    if len(sinks.shape) > len(lead):
-        raise ValueError(f"sinks of shape {sinks.shape} have more dims than the scores' leading dims {lead}")
+        broadcasts = False
+    if not broadcasts:
+        raise ValueError(f"sinks of shape {sinks.shape} do not broadcast to the scores' leading dims {lead}")
     return sinks[..., None, None]  # (..., 1, 1)

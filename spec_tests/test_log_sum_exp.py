@@ -124,3 +124,14 @@ def test_merge_attention_matches_the_reference(impl, case):
     out1, lse1 = reference.scaled_dot_product_attention(q, k, v, mask=_with(mask, first, shape), return_lse=True)
     out2, lse2 = reference.scaled_dot_product_attention(q, k, v, mask=_with(mask, ~first, shape), return_lse=True)
     check.oracle(impl, "merge_attention", out1, lse1, out2, lse2)
+
+
+@claim("LSE-2")
+@given(seed=SEEDS, L_q=st.integers(2, 6), d=st.integers(1, 4))
+def test_merging_mismatched_halves_raises_value_error(impl, seed, L_q, d):
+    """Two partial results of different shapes cannot be merged: ValueError naming the shapes."""
+    out1, out2 = normal(seed, (L_q, d)), normal(seed + 1, (L_q - 1, d))
+    lse1, lse2 = normal(seed + 2, (L_q,)), normal(seed + 3, (L_q - 1,))
+    check.raises_value_error(impl, "merge_attention", (out1, lse1, out2, lse2), {},
+                             names=[f"({L_q}, {d})", f"({L_q - 1}, {d})"],
+                             what=f"merging halves of shapes ({L_q}, {d}) and ({L_q - 1}, {d}) raises ValueError")

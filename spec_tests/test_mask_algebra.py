@@ -190,3 +190,24 @@ def test_prefix_lm_is_bidirectional_on_the_prefix_and_causal_after(impl, seed, L
     alone = impl.scaled_dot_product_attention(q[:, :n], k[:, :n], v[:, :n])
     check.close(impl, out[:, :n], alone, f"prefix-LM with a prefix of {n} of {L}: the prefix's outputs equal "
                 "bidirectional attention over the prefix alone", size=tolerance.attention_output_size(v))
+
+
+@claim("MALG-1")
+@given(seed=SEEDS, L=SIZES, bad=st.sampled_from([(-1, 0), (0, -2), (3,), "wide", (1.5, 0)]))
+def test_a_bad_window_size_raises_value_error(impl, seed, L, bad):
+    """window_size must be a pair (left, right) of ints >= 0 or None: anything else is a ValueError naming it."""
+    q, k, v = normal(seed, (L, 2)), normal(seed + 1, (L, 2)), normal(seed + 2, (L, 2))
+    names = [str(x) for x in bad if isinstance(x, (int, float)) and x != 0] if isinstance(bad, tuple) else []
+    check.raises_value_error(impl, SDPA, (q, k, v), dict(window_size=bad), names=names,
+                             what=f"window_size={bad!r} raises ValueError" + (f" naming {names}" if names else ""))
+
+
+@claim("MALG-2")
+@given(seed=SEEDS, L=st.integers(2, 9), extra=st.integers(1, 3))
+def test_segment_ids_of_the_wrong_length_raise_value_error(impl, seed, L, extra):
+    """q_segment_ids must give one id per query: a length other than L_q is a ValueError naming its shape."""
+    q, k, v = normal(seed, (L, 2)), normal(seed + 1, (L, 2)), normal(seed + 2, (L, 2))
+    ids = np.zeros(L + extra, dtype=np.int64)
+    check.raises_value_error(impl, SDPA, (q, k, v), dict(q_segment_ids=ids, kv_segment_ids=np.zeros(L, dtype=np.int64)),
+                             names=[f"({L + extra},)"],
+                             what=f"q_segment_ids of shape ({L + extra},) for L_q = {L} raise ValueError naming the shape")

@@ -143,3 +143,21 @@ def test_a_row_with_every_key_hidden_outputs_zero_with_a_sink(impl, seed, H, L_q
     dead_rows = ~mask.any(axis=-1)  # (H, L_q)
     check.exactly(impl, out[dead_rows], np.zeros_like(out[dead_rows]),
                   "with a sink, rows with no visible key output exactly 0")
+
+
+@claim("SOFT-1")
+@given(seed=SEEDS, L=SIZES, cap=st.sampled_from([0.0, -1.0, float("inf"), float("nan")]))
+def test_a_bad_softcap_raises_value_error(impl, seed, L, cap):
+    """softcap must be a finite number > 0: 0, a negative cap, inf or NaN is a ValueError."""
+    q, k, v = normal(seed, (L, 2)), normal(seed + 1, (L, 2)), normal(seed + 2, (L, 2))
+    check.raises_value_error(impl, SDPA, (q, k, v), dict(softcap=cap), what=f"softcap={cap} raises ValueError")
+
+
+@claim("SOFT-2")
+@given(seed=SEEDS, H=st.integers(1, 3), L=SIZES, extra=st.integers(1, 2))
+def test_sinks_that_do_not_broadcast_raise_value_error(impl, seed, H, L, extra):
+    """sinks must broadcast to the scores' leading dims (one per head): H + extra logits for H heads is a ValueError."""
+    q, k, v = normal(seed, (H, L, 2)), normal(seed + 1, (H, L, 2)), normal(seed + 2, (H, L, 2))
+    bad = normal(seed + 3, (H + extra,))
+    check.raises_value_error(impl, SDPA, (q, k, v), dict(sinks=bad), names=[f"({H + extra},)"],
+                             what=f"sinks of shape ({H + extra},) for {H} heads raise ValueError naming the shape")

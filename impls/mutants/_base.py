@@ -215,9 +215,11 @@ def _sink_column(sinks, shape, dtype):
     if not np.issubdtype(sinks.dtype, np.floating) or sinks.ndim > len(lead):
         raise ValueError(f"sinks must be float logits broadcastable to {lead}, got {sinks.dtype} of shape {sinks.shape}")
     try:
-        np.broadcast_shapes(sinks.shape, lead)
+        broadcasts = np.broadcast_shapes(sinks.shape, lead) == lead
     except ValueError:
-        raise ValueError(f"sinks of shape {sinks.shape} do not broadcast to the scores' leading dims {lead}") from None
+        broadcasts = False
+    if not broadcasts:
+        raise ValueError(f"sinks of shape {sinks.shape} do not broadcast to the scores' leading dims {lead}")
     return sinks.astype(dtype, copy=False)[..., None, None]
 
 
