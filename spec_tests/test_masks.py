@@ -11,7 +11,7 @@ and fills hidden scores with -1e9; lecture note 1 fills them with -inf. Neither 
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 import reference
@@ -325,6 +325,24 @@ def test_multi_head_masks_broadcast_over_batch_and_heads(impl, seed, B, H, d_k, 
     mask = _masks_of_every_shape(seed, B, H, L_q, L_k)[which]
     x, kv = normal(seed, (B, L_q, D)), normal(seed + 1, (B, L_k, D))
     check.oracle(impl, "multi_head_attention", x, kv, kv, mha_weights(seed, D, True), H, mask=mask)
+
+
+@claim("MASK-5")
+@given(seed=SEEDS, B=st.integers(1, 2), HG=st.sampled_from([(4, 2), (4, 1), (6, 3), (6, 2), (2, 1)]),
+       d_k=st.integers(1, 3), L_q=SIZES, L_k=SIZES, which=st.sampled_from(MASK_SHAPES))
+@example(seed=3, B=1, HG=(4, 2), d_k=2, L_q=3, L_k=5, which="(B, H, L_q, L_k)")  # GQA, one mask per query head
+@example(seed=4, B=2, HG=(4, 1), d_k=1, L_q=4, L_k=4, which="(B, H, L_q, L_k)")  # MQA
+def test_grouped_query_masks_follow_the_query_heads(impl, seed, B, HG, d_k, L_q, L_k, which):
+    """With num_kv_heads = G < H (GQA; MQA at G = 1), a mask's head axis is the H query heads': query head h
+    uses mask[:, h] and K/V head h // (H/G), whatever way the implementation groups the heads."""
+    from spec_tests.harness.strategies import mha_weights
+
+    H, G = HG
+    D = H * d_k
+    mask = _masks_of_every_shape(seed, B, H, L_q, L_k)[which]
+    x, kv = normal(seed, (B, L_q, D)), normal(seed + 1, (B, L_k, D))
+    check.oracle(impl, "multi_head_attention", x, kv, kv, mha_weights(seed, D, True, kv_dim=G * d_k), H, mask=mask,
+                 num_kv_heads=G)
 
 
 @claim("MASK-5")

@@ -310,8 +310,10 @@ def _repeat_kv_columns(w, G: int, H: int, d_k: int):
 
 
 @claim("MHA-9")
-@given(gqa=gqa_cases())
+@given(gqa=gqa_cases(masked=None, causal=None))
 @example(gqa=_gqa(MHACase(2, 3, 3, 4, 2, seed=5, mask_kind="padding", is_causal=True), 2))
+@example(gqa=_gqa(MHACase(1, 3, 5, 4, 2, seed=6, mask_kind="full"), 2))  # a mask per query head, G < H
+@example(gqa=_gqa(MHACase(2, 4, 4, 4, 1, seed=7, mask_kind="full", is_causal=True), 1))  # MQA, a mask per head
 def test_grouped_query_attention_matches_oracle(impl, gqa):
     """multi_head_attention(..., num_kv_heads=G) equals the reference for every G dividing H, masks and causal."""
     case, G = gqa

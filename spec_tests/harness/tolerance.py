@@ -312,8 +312,9 @@ def layer_norm_backward_mean_size(dy, x, gamma, eps=1e-5) -> float:
 def carried_size(fname: str, args, kwargs, dtype: str | None = None) -> float:
     """A size whose one-ulp error every implementation carries and the yardstick may happen to miss
     (the low-precision bound's third term): LayerNorm's stored row mean (in its backward pass too),
-    attention's stored scores and row normaliser, RoPE's angles (at float32's ulp, whatever `dtype`,
-    the implementation's, is); 0 for other functions."""
+    attention's stored scores and row normaliser, RoPE's angles; the last two at float32's ulp whatever
+    `dtype` (the implementation's) is, since a kernel in float16 or bfloat16 keeps them in float32 (their
+    share here is scaled by eps(float32) / eps(dtype)); 0 for other functions."""
     if fname == "layer_norm" and len(args) >= 2:
         return layer_norm_mean_size(args[0], args[1], kwargs.get("eps", args[3] if len(args) > 3 else 1e-5))
     if fname == "layer_norm_backward" and len(args) >= 3:
@@ -329,7 +330,8 @@ def carried_size(fname: str, args, kwargs, dtype: str | None = None) -> float:
         keys = {n: kwargs[n] for n in ("mask", "is_causal", "scale", "bias") if n in kwargs}
         try:
             with np.errstate(all="ignore"):
-                return score_sensitivity_size(args[0], args[1], v, **keys) + normaliser_size(args[0], args[1], v, **keys)
+                wide = EPS["float32"] / EPS[dtype] if dtype in EPS and dtype != "float64" else 1.0  # kept in float32
+                return score_sensitivity_size(args[0], args[1], v, **keys) + wide * normaliser_size(args[0], args[1], v, **keys)
         except (ValueError, IndexError, TypeError):
             return 0.0
     return 0.0
