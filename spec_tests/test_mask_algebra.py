@@ -85,9 +85,9 @@ def test_a_window_as_wide_as_the_keys_is_no_window(impl, case):
     """window_size=(W, W) with W = max(L_q, L_k), and (None, None), change nothing: no key is farther than W."""
     q, k, v, _ = case
     W = max(q.shape[-2], k.shape[-2])
+    wides = [impl.scaled_dot_product_attention(q, k, v, window_size=window) for window in ((W, W), (None, None))]
     plain = impl.scaled_dot_product_attention(q, k, v)
-    for window in ((W, W), (None, None)):
-        wide = impl.scaled_dot_product_attention(q, k, v, window_size=window)
+    for window, wide in zip(((W, W), (None, None)), wides):
         check.close(impl, wide, plain, f"window_size={window} with L_q={q.shape[-2]}, L_k={k.shape[-2]} equals "
                     "no window", size=tolerance.attention_output_size(v))
 
