@@ -86,6 +86,7 @@ def instructor_lines(grade: score.Grade, extra: dict) -> list[str]:
              f"students: {who or 'unknown'}"]
     if extra.get("submission_id"):
         lines.append(f"gradescope submission id: {extra['submission_id']}")
+    lines += [f"REVIEW: the submission tampered with the grader: {note}" for note in grade.run.review]
     lines += [f"status: {grade.status}; score {grade.score:.2f} / {grade.max_score:.2f}",
               "copy check: " + (f"FLAGGED, {copies['summary']}" if copies["flagged"] else
                                 "no near-copy (largest share: " + ", ".join(

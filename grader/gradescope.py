@@ -66,6 +66,7 @@ def results(grade: Grade, extra: dict | None = None) -> dict:
         "extra_data": {"status": grade.status, "graded_file": grade.run.entry,
                        "implementation": grade.run.implementation, "load_error": grade.run.load_error,
                        "timed_out": grade.run.timed_out, "missing_dtypes": grade.missing_dtypes,
+                       "review": list(getattr(grade.run, "review", []) or []),
                        "chapters": {k: [round(v[0], 2), round(v[1], 2)] for k, v in grade.chapters().items()},
                        "rubric": grade.rubric.path, **(extra or {})},
         "tests": tests,

@@ -32,6 +32,7 @@ from pathlib import Path
 from grader import uploads
 from grader.rubric import Rubric, tested_claims
 from spec_tests.sandbox import limits as limits_mod
+from spec_tests.sandbox.session import REVIEW_LINE
 
 ROOT = Path(__file__).resolve().parents[1]
 SPEC_DIR = ROOT / "spec_tests"
@@ -73,6 +74,7 @@ class Run:
     exit_code: int | None = None
     log: str = ""  # the end of pytest's output
     notes: list[str] = field(default_factory=list)
+    review: list[str] = field(default_factory=list)  # tampering with the grader it saw: for a person to review
 
 
 def stage(submission: Path, workdir: Path) -> uploads.Staged:
@@ -142,6 +144,12 @@ def run(submission: Path, rubric: Rubric, workdir: Path, progress=None, parts: i
     result.exit_code = max(abs(proc.returncode or 0) for proc, *_ in runs)
     texts = [log.read_bytes().decode(errors="replace") for _, _, _, log, _ in runs]
     result.log = clean("\n".join(t[-20000 // len(texts):] for t in texts), workdir)
+    for text in texts:  # the worker's session lists what it saw done to the grader (session.REVIEW_LINE)
+        for line in text.splitlines():
+            if line.startswith(REVIEW_LINE) and len(result.review) < 20:
+                note = clean(line[len(REVIEW_LINE):].strip(), workdir)
+                if note not in result.review:
+                    result.review.append(note)
     for (proc, report, stream, _, _), text in zip(runs, texts):
         if proc.returncode is not None and proc.returncode < 0 and not result.timed_out:
             raise GraderFault(f"a grading run was killed by signal {-proc.returncode} twice (the grading machine: "

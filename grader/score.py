@@ -70,6 +70,8 @@ class Grade:
             return "autograder fault"
         if self.run.load_error:
             return "could not import"
+        if getattr(self.run, "review", None):  # it tampered with the grader: a person looks before the grade stands
+            return "review: tampering"
         if self.run.timed_out:
             return "timed out"
         if any(c.status == "not implemented" or c.counts.get(report.NOT_IMPL) for c in self.claims):

@@ -56,12 +56,18 @@ CATALOGUE = {
     "daemon": (4, None),
     # Bans that hold in-process: a result is a plain array, converted under the watch.
     "lazy_output": (2, "not a plain numpy.ndarray"),
+    "banned_layer_norm": (2, "which the rubric does not allow"),  # the honest twin of the attacks on the watch
+    "frame_walk": (2, "which the rubric does not allow"),  # the watch put back, its F.layer_norm seen
+    "patch_reporting": (2, "which the rubric does not allow"),
 }
 # attack -> its honest twin: the same code without the attack, graded beside it to exactly the same score
 TWINS = {"hang_in_sdpa": "raise_in_sdpa", "busy_loop": "raise_in_layer_norm",
          "sleep_without_alarm": "raise_in_layer_norm", "fill_disk": "raise_in_layer_norm",
-         "fill_shm": "raise_in_layer_norm", "daemon": "control", "lazy_output": "raise_in_layer_norm"}
-ROOT_ONLY = {"fill_disk", "fill_shm"}  # without root there is no quota of the worker's own to refuse them
+         "fill_shm": "raise_in_layer_norm", "daemon": "control", "lazy_output": "raise_in_layer_norm",
+         "frame_walk": "banned_layer_norm", "patch_reporting": "banned_layer_norm"}
+ROOT_ONLY = {"fill_disk", "fill_shm"}
+# attacks on the grader's own objects: marked for review in results.json, the gradebook's status and the log
+TAMPERS = {"pop_the_watch", "frame_walk", "patch_reporting"}  # without root there is no quota of the worker's own to refuse them
 MARKERS = ("mha-spec-hostile-child-marker", "mha-spec-hostile-write-marker", "mha-spec-hostile-daemon-marker")
 SUITE = [ROOT / "spec_tests", ROOT / "reference", ROOT / "impls", ROOT / "conftest.py", ROOT / "pyproject.toml"]
 
@@ -94,7 +100,8 @@ def test_the_catalogue_is_complete():
     assert on_disk == set(CATALOGUE) - {"control"}, "every hostile submission needs its expected grade here"
 
 
-TORCH = {"aten_layer_norm", "aten_sdpa", "private_variants", "pop_the_watch", "lazy_output"}
+TORCH = {"aten_layer_norm", "aten_sdpa", "private_variants", "pop_the_watch", "lazy_output", "banned_layer_norm",
+         "frame_walk", "patch_reporting"}
 
 
 @pytest.mark.parametrize("name", sorted(CATALOGUE))
@@ -113,6 +120,11 @@ def test_hostile_submission_gets_exactly_the_honest_grade(name, tmp_path):
     assert doc["score"] == expected, f"{name}: graded {doc['score']}, honest work earns {expected}: {scores}"
     if expected == 2:
         assert {c for c, s in scores.items() if s == 0} == set(LN), scores
+    if name in TAMPERS:
+        assert doc["extra_data"]["review"] and doc["extra_data"]["status"] == "review: tampering", doc["extra_data"]
+        assert "REVIEW: the submission tampered with the grader" in (out / "grading.log").read_text()
+    else:
+        assert not doc["extra_data"]["review"], f"{name} marked for review: {doc['extra_data']['review']}"
     if name in TWINS:
         twin = CATALOGUE[TWINS[name]][0]
         assert doc["score"] == twin, f"{name} graded {doc['score']}, its honest twin {TWINS[name]} {twin}"

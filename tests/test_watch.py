@@ -104,7 +104,11 @@ out["preloaded"] = "colorsys" in sys.modules
 out["imported"] = run(lambda: __import__("colorsys").rgb_to_hsv(1.0, 0.0, 0.0))
 out["clean"] = run(lambda: None)
 import gc
-gc.get_objects()  # outside a call, as an implementation's import could
+try:
+    gc.get_objects()  # outside a call, as an implementation's import could: refused, and reported
+    out["gc_refused"] = False
+except RuntimeError:
+    out["gc_refused"] = True
 out["gc_outside"] = run(lambda: None)
 out["gc_outside_later"] = run(lambda: None)
 try:
@@ -130,6 +134,7 @@ def test_a_banned_package_imported_during_a_call_is_watched_from_then_on(outside
 
 
 def test_tampering_outside_a_call_is_reported_at_every_call_after_it(outside):
+    assert outside["gc_refused"], "walking the garbage collector's objects must be refused (it reaches the hook)"
     for call in ("gc_outside", "gc_outside_later"):
         assert _tampering(outside[call], "gc.get_objects"), outside[call]
 

@@ -141,7 +141,7 @@ class Watch:
 
     __slots__ = ("names", "tops", "patterns", "resolved", "in_call", "profiled", "torch", "hits", "tamper",
                  "import_tamper", "tamper_ids", "held", "op_cache", "c_names", "op_codes", "torch_dir", "innocent",
-                 "modes", "setprofile", "getprofile", "gettrace", "own_profile")
+                 "modes", "setprofile", "getprofile", "gettrace", "own_profile", "noted")
 
     def __init__(self, names, ops):
         # Captured before the implementation is imported: what it later replaces in sys does not reach these.
@@ -154,6 +154,7 @@ class Watch:
         self.in_call, self.profiled = False, False
         self.torch = None  # None until PyTorch is set up, then "ready", or "broken" (its stack functions replaced)
         self.hits, self.tamper, self.import_tamper = [], [], []  # import_tamper: outside a call, reported ever after
+        self.noted: list[str] = []  # changes to the watch's code outside a call, put back: for review, once
         self.tamper_ids: dict[int, str] = {id(sys.setprofile): "sys.setprofile", id(sys.settrace): "sys.settrace"}
         self.held = [sys.setprofile, sys.settrace]  # what tamper_ids and c_names name, so that ids are not reused
         try:
@@ -379,7 +380,7 @@ class Watch:
     def begin(self) -> None:
         self.hits, self.tamper = [], []
         self.resolve()  # what was found harmless before a banned name resolved is looked at again
-        if "torch" in sys.modules and self.torch is None:
+        if "torch" in sys.modules and self.torch is None and (self.names or self.patterns):
             self.setup_torch()
         if self.torch == "ready":
             f = self.modes["fns"]
@@ -407,6 +408,8 @@ class Watch:
         implied = [p for h in hits if "::" not in h for p in FUNCTION_OPS.get(h, ())]
         hits = [h for h in hits if not ("::" in h and any(fnmatch.fnmatchcase(h, p) for p in implied))]
         out += hits + [f"tampering with the grader: {p}" for p in problems]  # operators named once, by function
+        out += [f"{REVIEW}{n}" for n in self.noted]
+        self.noted = []
         self.hits, self.tamper = [], []
 
     # -- the audit hook (install() makes it: a closure, so that nothing it reads is looked up at run time) ----
@@ -459,34 +462,87 @@ class _Seal:
         return found
 
 
-def install(names, ops) -> None:
+REVIEW = "review: "  # an entry of a call's report that fails nothing but marks the submission for review
+SEAL = "seal:"  # the last entry of a sealed call's report: its keyed digest (seal())
+DENIED = ("gc.get_objects", "gc.get_referrers", "gc.get_referents", "sys._current_frames")  # raise, not only report
+
+
+def canonical(value, parts: list) -> list:
+    """A value made of arrays, scalars, tuples, lists and dicts as bytes, the same on both sides of the wire (an
+    array by its dtype, shape and bytes; a scalar by its repr, NumPy's as Python's)."""
+    kind = type(value)
+    if kind.__name__ == "ndarray" and kind.__module__ == "numpy":
+        parts += [b"a", value.dtype.str.encode(), repr(tuple(int(n) for n in value.shape)).encode(), value.tobytes()]
+    elif kind in (tuple, list):
+        parts.append(b"t%d" % len(value))
+        for v in value:
+            canonical(v, parts)
+    elif kind is dict:
+        parts.append(b"d%d" % len(value))
+        for k, v in value.items():
+            parts.append(repr(str(k)).encode())
+            canonical(v, parts)
+    else:
+        item = getattr(value, "item", None)
+        if kind.__module__ == "numpy" and item is not None:
+            value = item()
+        parts.append(repr(value).encode())
+    return parts
+
+
+def seal(key: bytes, nonce: str, report: list, values, _hash=None) -> str:
+    """The keyed digest of one call: its nonce, what the watch reported and the values it returned (canonical).
+    The worker's hook makes it with the key the suite gave it; the suite checks it with the same key."""
+    import hashlib
+
+    h = (_hash or hashlib.blake2b)(key=key[:64], digest_size=16)
+    h.update(str(nonce).encode() + b"\0" + "\0".join(str(r) for r in report).encode() + b"\0")
+    for part in canonical(values, []):
+        h.update(b"%d:" % len(part) + part)
+    return SEAL + h.hexdigest()
+
+
+def install(names, ops, key: bytes | None = None) -> None:
     """Install the watch for banned `names` (functions, classes, modules) and `ops` (operator patterns).
 
     The audit hook is a closure over what it needs, bound now: the Watch, the event's name, the sealed module and
     classes, the code of watch() and sys._getframe. A call begins only from watch()'s own code and ends only from
     the frame that began it: sys.audit(EVENT, "end") from anywhere else is tampering, and the watch stays on."""
+    import hashlib
+
     w = Watch(names, ops)
-    seal = _Seal(sys.modules[__name__], (Watch, _Names, _Seal))
-    name, tamper_events, getframe, entry = EVENT, frozenset(TAMPER_EVENTS), sys._getframe, watch.__code__
-    guarded = (watch, install)
+    sealed = _Seal(sys.modules[__name__], (Watch, _Names, _Seal))
+    name, tamper_events, getframe = EVENT, frozenset(TAMPER_EVENTS), sys._getframe
+    entries = (watch.__code__, watch_sealed.__code__)
+    guarded = (watch, watch_sealed, install, seal, canonical)
+    denied, make_seal, blake2b = frozenset(DENIED), seal, hashlib.blake2b
     began = [None]  # the frame of watch() that began the current call
 
     def hook(event, args):
         if event == name:
             command = args[0] if args else None
             caller = getframe(1)  # the frame that called sys.audit (the hook is called from C)
-            for problem in seal.broken():
-                w.tampered(problem)
-            if command == "begin" and not w.in_call and caller.f_code is entry:
+            for problem in sealed.broken():  # put back: during a call it fails the call, before one it is noted
+                if w.in_call:
+                    w.tampered(problem)
+                elif problem not in w.noted:
+                    w.noted.append(problem)
+            if command == "begin" and not w.in_call and caller.f_code in entries:
                 began[0] = caller
                 w.begin()
             elif command == "end" and w.in_call and caller is began[0] and len(args) > 1 and \
                     isinstance(args[1], list):
                 began[0] = None
-                w.end(args[1])
+                out = args[1]
+                w.end(out)
+                if key is not None and len(args) > 3:  # watch_sealed(): the report and the values, sealed
+                    out.append(make_seal(key, args[2], [str(r) for r in out], args[3], blake2b))
             else:  # a call out of order: someone other than the worker's watch()
                 w.tampered(f"sys.audit({name!r}, {command!r}) called out of order")
             return
+        if event in denied:  # the garbage collector's and other threads' view would reach the hook and its key
+            w.tampered(event)
+            raise RuntimeError(f"{event} is not allowed while the grader runs this code")
         if event == "object.__setattr__" and args and args[0] in guarded:
             w.tampered(f"setting {args[0].__name__}.{args[1]}")
         w.event(event, args, tamper_events)
@@ -509,3 +565,16 @@ def watch(audit, hits: list, fn, *args, _event=EVENT, **kwargs):
         return fn(*args, **kwargs)
     finally:
         audit(_event, "end", hits)
+
+
+def watch_sealed(audit, hits: list, nonce: str, fn, _event=EVENT):
+    """fn() under the watch, fn returning (result, values): at the end the hook appends to `hits` the seal of
+    (nonce, what it reported, values), which the suite checks (seal()). A call that bypassed the watch, or whose
+    report or values were changed after it, has no valid seal."""
+    audit(_event, "begin")
+    values = None
+    try:
+        result, values = fn()
+        return result, values
+    finally:
+        audit(_event, "end", hits, nonce, values)

@@ -21,6 +21,8 @@ if that one is killed too does the call fail.
 
 from __future__ import annotations
 
+import hmac
+import json
 import os
 import re
 import secrets
@@ -35,7 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from spec_tests.harness import feedback
-from spec_tests.sandbox import limits as limits_mod, processes, wire
+from spec_tests.sandbox import guard, limits as limits_mod, processes, wire
 from spec_tests.harness.context import current
 from spec_tests.sandbox.identity import Identity
 from spec_tests.sandbox.limits import Limits
@@ -136,6 +138,7 @@ class Session:
         self.reset_handles = False
         self.stopped: dict[str, str] = {}  # function -> why it is no longer called
         self.sweep = False  # a worker ran without a private /tmp: what its user wrote there is deleted at the end
+        self.review: dict[str, str] = {}  # tampering seen (for a person to review) -> the test that saw it
         if self.identity:
             os.chown(self.scratch, self.identity.uid, self.identity.gid)
         _SESSIONS.append(self)
@@ -188,11 +191,13 @@ class Session:
         self.generation += 1
         req_r, req_w = os.pipe()
         resp_r, resp_w = os.pipe()
+        self.key = secrets.token_bytes(32)  # this worker's key for the seals of its calls (guard.seal)
         cmd = [sys.executable, "-s", "-B", "-m", "spec_tests.sandbox.worker", "--in", str(req_r),
                "--out", str(resp_w), "--generation", str(self.generation),
                "--memory-mb", str(self.memory_mb()), "--cpu-seconds", str(self.limits.cpu_seconds),
                "--file-mb", str(self.limits.file_mb), "--processes", str(self.limits.processes),
-               "--disk-mb", str(self.limits.disk_mb)]
+               "--disk-mb", str(self.limits.disk_mb), "--banned", json.dumps(list(self.limits.banned)),
+               "--banned-ops", json.dumps(list(self.limits.banned_ops))]
         if self.extra_path:
             cmd += ["--extra-path", self.extra_path]
         if self.identity:
@@ -215,6 +220,7 @@ class Session:
         finally:
             os.close(req_r)
             os.close(resp_w)
+        os.write(req_w, self.key)  # the first thing the worker reads, before it imports anything
         self.fd_out, self.fd_in = req_w, resp_r
         os.set_blocking(self.fd_out, False)
         os.set_blocking(self.fd_in, False)
@@ -328,6 +334,8 @@ class Session:
             raise LoadError(f"importing the implementation in the isolated worker failed: it {exc}") from None
         if self.identity and not processes.private_tmp(self.proc.pid):
             self.sweep = True
+        for note in reply.get("review") or []:
+            self.flag(str(note), "the import")
         if "error" in reply:
             self.stop()
             raise LoadError(str(reply["error"].get("text") or reply["error"].get("message")).strip())
@@ -349,6 +357,9 @@ class Session:
         if left <= 0:
             raise _failure(subject, what, f"this test's calls have used up their {self.test_cpu:.3g} s of CPU time "
                                           "(the rubric's test_timeout)")
+        sealed = body.get("op") in SEALED
+        if sealed:
+            body = dict(body, nonce=secrets.token_hex(8))
         oom_tries = 0
         attempt = 0
         while True:
@@ -375,8 +386,15 @@ class Session:
                     self.stopped[fname] = f"{fname}() {exc} in an earlier call ({limit}, in {nodeid.split('/')[-1]})"
                 raise _failure(subject, what, f"the call {detail}; the worker was stopped and is restarted "
                                               "for the next call") from None
+        if sealed:
+            reply["banned"] = self._unseal(body, reply)
+        notes = [str(b)[len(guard.REVIEW):] for b in reply.get("banned") or [] if str(b).startswith(guard.REVIEW)]
+        notes += [str(n) for n in reply.get("review") or [] if isinstance(n, str)]
+        reply["banned"] = [b for b in reply.get("banned") or [] if not str(b).startswith(guard.REVIEW)]
+        marker = "tampering with the grader: "
+        for note in notes + [str(b)[len(marker):] for b in reply["banned"] if str(b).startswith(marker)]:
+            self.flag(note, nodeid)
         if reply.get("banned"):
-            marker = "tampering with the grader: "
             tamper = [str(b)[len(marker):] for b in reply["banned"] if str(b).startswith(marker)]
             used = [str(b) for b in reply["banned"] if not str(b).startswith(marker)]
             problems = []
@@ -398,6 +416,38 @@ class Session:
             raise _remote_exception(err)
         return reply["ok"]
 
+    def flag(self, note: str, nodeid: str) -> None:
+        """Mark the submission for review: what the grader saw it do to the grader (kept once, with the test)."""
+        note = note[:300]
+        if note not in self.review and len(self.review) < 20:
+            self.review[note] = nodeid.split("/")[-1]
+
+    def _unseal(self, body: dict, reply: dict) -> list:
+        """The watch's report of a sealed call, its seal checked: made with this worker's key, over this request's
+        nonce, the report and the values that came back. A call without a valid seal was not watched as the
+        worker claims (the watch bypassed, or the report or result changed on its way back): tampering."""
+        report = [str(b) for b in reply.get("banned") or []]
+        seals = [r for r in report if r.startswith(guard.SEAL)]
+        report = [r for r in report if not r.startswith(guard.SEAL)]
+        ok = reply.get("ok")
+        if "error" in reply:
+            values = None
+        elif body["op"] == "call":
+            values = ok.get("result") if isinstance(ok, dict) else None
+        elif body["op"] == "call_native":
+            values = (ok.get("values"), ok.get("after")) if isinstance(ok, dict) else None
+        else:
+            values = None
+        try:
+            expected = guard.seal(self.key, body["nonce"], report, _unremote(values))
+        except Exception:  # noqa: BLE001 - values that cannot be sealed were not sealed either
+            expected = None
+        if len(seals) != 1 or expected is None or not hmac.compare_digest(seals[0], expected):
+            report.append("tampering with the grader: the grader's watch did not see this call as it was made, or "
+                          "what it saw was changed on its way back (a call of the grader's watch bypassed, or its "
+                          "report or result replaced)")
+        return report
+
     def _restart(self, subject, what: str, nodeid: str) -> None:
         self.stats.restarts += 1
         try:
@@ -405,6 +455,20 @@ class Session:
         except LoadError as exc:
             raise _failure(subject, what, f"the worker could not be restarted: {exc}") from None
         self.test, self.reset_handles = nodeid, False
+
+
+SEALED = {"call", "call_native", "method"}  # requests that run the implementation's code: their reports are sealed
+
+
+def _unremote(value):
+    """A decoded reply's value as the worker sealed it (handles are not sealed: values only)."""
+    if isinstance(value, RemoteArray):
+        return None
+    if isinstance(value, (tuple, list)):
+        return type(value)(_unremote(v) for v in value)
+    if isinstance(value, dict):
+        return {k: _unremote(v) for k, v in value.items()}
+    return value
 
 
 def _death(code, exc, oom: bool = False) -> str:
@@ -450,9 +514,13 @@ def _terminated(signum, frame):
     os._exit(128 + signum)
 
 
+REVIEW_LINE = "isolation: review: "  # a summary line the grader reads: the submission is marked for review
+
+
 def summary() -> list[str]:
     out = []
     for s in _SESSIONS:
+        out += [f"{REVIEW_LINE}{note} (in {test})" for note, test in s.review.items()]
         rss = max(s.stats.peak_rss_mb, processes.rss_mb(s.proc.pid) if s.proc else 0.0)
         out.append(f"isolation: {s.path or s.spec}: {s.stats.started} worker start(s), {s.stats.restarts} "
                    f"restart(s), {s.stats.cpu_seconds + (processes.cpu_seconds(s.proc.pid) if s.proc else 0.0):.1f}"

@@ -23,6 +23,7 @@ import argparse
 import contextlib
 import ctypes
 import inspect
+import json
 import os
 import resource
 import stat
@@ -225,8 +226,9 @@ class Worker:
         self.impl = None
         from spec_tests.sandbox import guard
 
-        # Captured before the implementation is imported: what it later replaces does not reach these.
-        self._guard, self._audit, self._watch = guard, None, guard.watch
+        # Captured before the implementation is imported: what it later replaces does not reach these. What is
+        # replaced anyway (through the frames, say) cannot make a call's seal: the suite would see that.
+        self._guard, self._audit, self._watch = guard, sys.audit, guard.watch_sealed
         self.hits: list = []
         self.handles: dict[int, object] = {}
         self.next_id = 0
@@ -271,10 +273,7 @@ class Worker:
 
         if extra_path:
             sys.path.append(extra_path)
-        if banned or banned_ops:
-            self._guard.install(banned, banned_ops)  # before the import: see guard.py
-            self._audit = sys.audit
-        impl = loader.load(spec)
+        impl = loader.load(spec)  # the watch was installed at start-up (main), with the rubric's bans
         self.impl = impl
         functions = {}
         module = impl.module
@@ -302,7 +301,7 @@ class Worker:
             raise AttributeError(f"no function {fname}()")
         return fn
 
-    def _converted(self, fn, convert, args, kwargs):
+    def _converted(self, fn, convert, args, kwargs, nonce=""):
         """fn(*args, **kwargs) and convert(its result), both under the watch: a result is checked to be plain
         (`plain`) and converted before the call ends, so no code of the implementation's runs after it."""
         backend = self.impl.backend
@@ -312,13 +311,14 @@ class Worker:
             plain(result, backend)
             return result, convert(result)
 
-        return self._watch(self._audit, self.hits, run)
+        return self._watch(self._audit, self.hits, nonce, run)
 
-    def call(self, fname, dtype, args, kwargs):
+    def call(self, fname, dtype, args, kwargs, nonce=""):
         impl, a = self.impl, self.arrays
         to_native = lambda x: a.to_native(x, impl.backend, dtype, impl.device)  # noqa: E731
         args, kwargs = a.map_arrays(args, to_native), a.map_arrays(kwargs, to_native)
-        result, values = self._converted(self._function(fname), lambda r: a.map_arrays(r, a.to_numpy), args, kwargs)
+        result, values = self._converted(self._function(fname), lambda r: a.map_arrays(r, a.to_numpy), args, kwargs,
+                                         nonce)
         first = result[0] if type(result) in (tuple, list) and result else result
         seen = a.native_dtype_name(first) if a.is_native(first) else None
         return {"result": values, "dtype": seen}
@@ -327,7 +327,7 @@ class Worker:
         impl, a = self.impl, self.arrays
         return a.map_arrays(value, lambda x: self._handle(a.to_native(x, impl.backend, dtype, impl.device)))
 
-    def call_native(self, fname, args, kwargs, autocast=None):
+    def call_native(self, fname, args, kwargs, autocast=None, nonce=""):
         """Call with native arrays held here; the inputs before and after and the result come back as
         float64 too, for the suite's record of the call. `autocast` ("cpu:float16"): the suite's test
         called it inside torch.autocast, so it runs inside one here too."""
@@ -335,7 +335,7 @@ class Worker:
         before = a.map_arrays((args, kwargs), a.to_numpy)
         convert = lambda r: (a.map_arrays(r, a.to_numpy), a.map_arrays((args, kwargs), a.to_numpy))  # noqa: E731
         with _autocast(autocast):
-            result, (values, after) = self._converted(self._function(fname), convert, args, kwargs)
+            result, (values, after) = self._converted(self._function(fname), convert, args, kwargs, nonce)
         first = result[0] if type(result) in (tuple, list) and result else result
         return {"result": self._plain(result), "before": before, "after": after, "values": values,
                 "dtype": a.native_dtype_name(first) if a.is_native(first) else None}
@@ -343,11 +343,12 @@ class Worker:
     def get(self, value):
         return self.arrays.map_arrays(value, self.arrays.to_numpy)
 
-    def method(self, target, name, args, autocast=None):
+    def method(self, target, name, args, autocast=None, nonce=""):
         if name not in METHODS:
             raise AttributeError(f"the suite may not call .{name}() on a worker array")
         with _autocast(autocast):
-            return self._plain(self._watch(self._audit, self.hits, getattr(target, name), *args))
+            return self._plain(self._watch(self._audit, self.hits, nonce, lambda: (getattr(target, name)(*args),
+                                                                                     None))[0])
 
     def attr(self, target, name, autocast=None):
         if name not in ATTRIBUTES:
@@ -355,12 +356,38 @@ class Worker:
         return self._plain(getattr(target, name))
 
     def serve(self, fd_in: int, fd_out: int) -> None:
+        import select
+        import struct
+
         from spec_tests.sandbox import wire
 
-        # Taken before the implementation is imported: replacing wire.encode (to drop "banned" from a
-        # reply, say) or this list later does not reach the loop below.
+        # Taken before the implementation is imported, as this frame's own (fast) locals, which nothing outside it
+        # can rebind: the loop restores what it relies on before each request and each reply, and a call's report
+        # and result are sealed by the watch besides (guard.seal), so what is replaced anyway is seen by the suite.
         read, decode, encode, write, closed = wire.read, wire.decode, wire.encode, wire.write, wire.Closed
+        own = tuple((self, name, getattr(self, name)) for name in ("_watch", "_audit"))
+        methods = OPERATIONS | {"_converted", "_plain", "_function", "_resolve", "_handle"}
+        used = own + tuple((obj, name, getattr(obj, name)) for obj, names in (
+            (json, ("dumps", "loads")), (struct, ("pack", "unpack", "unpack_from")), (os, ("read", "write", "_exit")),
+            (select, ("poll",)), (np, ("frombuffer", "ascontiguousarray")),
+            (wire, ("encode", "decode", "read", "write", "_wait", "_read_exactly"))) for name in names) + tuple(
+            (Worker, name, vars(Worker)[name]) for name in methods)
+        review: list = []
+
+        def restore() -> None:
+            for name in methods & set(vars(self)):  # a method shadowed on the instance
+                review.append(f"Worker.{name} was shadowed (put back by the grader)")
+                delattr(self, name)
+            for obj, name, fn in used:
+                if getattr(obj, name, None) is not fn:
+                    where = type(obj).__name__ if obj is self else getattr(obj, "__name__", "?")
+                    note = f"{where}.{name} was replaced (put back by the grader)"
+                    if note not in review:
+                        review.append(note)
+                    setattr(obj, name, fn)
+
         while True:
+            restore()
             try:
                 payload = read(fd_in)
             except closed:
@@ -378,11 +405,13 @@ class Worker:
             except BaseException as exc:  # noqa: BLE001 - everything is reported, nothing escapes
                 fatal = not isinstance(exc, Exception)
                 reply = {"error": _describe(exc, fatal)}
+            restore()
             reply["banned"] = [str(h) for h in hits]
+            reply["review"] = list(review)
             try:
                 data = encode(reply, self._handle)
             except BaseException as exc:  # noqa: BLE001 - an unsendable result
-                data = encode({"error": _describe(exc, False), "banned": reply["banned"]})
+                data = encode({"error": _describe(exc, False), "banned": reply["banned"], "review": reply["review"]})
             write(fd_out, data)
             if fatal:
                 os._exit(3)
@@ -447,6 +476,16 @@ def _describe(exc: BaseException, fatal: bool) -> dict:
     return {"type": str(cls.__name__)[:100], "builtin": builtin, "message": message, "text": text, "fatal": fatal}
 
 
+def _read_key(fd: int) -> bytes:
+    key = b""
+    while len(key) < 32:
+        chunk = os.read(fd, 32 - len(key))
+        if not chunk:
+            os._exit(4)
+        key += chunk
+    return key
+
+
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(prog="python -m spec_tests.sandbox.worker")
     p.add_argument("--in", dest="fd_in", type=int, required=True)
@@ -458,11 +497,18 @@ def main(argv=None) -> None:
     p.add_argument("--cpu-seconds", type=int, default=600)
     p.add_argument("--file-mb", type=int, default=64)
     p.add_argument("--disk-mb", type=int, default=0, help="a private /tmp and /dev/shm of this size (root only)")
+    p.add_argument("--banned", default="[]", help="JSON: the rubric's banned functions and modules")
+    p.add_argument("--banned-ops", default="[]", help="JSON: the rubric's banned PyTorch operators")
     p.add_argument("--processes", type=int, default=64)
     p.add_argument("--extra-path", help="the implementation's own folder (readable, for its sibling modules)")
     p.add_argument("--stage", help="an empty folder for mount points (root only)")
     opts = p.parse_args(argv)
+    key = _read_key(opts.fd_in)  # the suite's key for this worker's seals: the first 32 bytes it sends
     notes = confine(opts)
+    from spec_tests.sandbox import guard
+
+    guard.install(json.loads(opts.banned), json.loads(opts.banned_ops), key)  # before anything is imported
+    del key  # held by the audit hook alone from now on
     Worker(opts.generation, notes).serve(opts.fd_in, opts.fd_out)
     os._exit(0)
 
