@@ -59,15 +59,18 @@ CATALOGUE = {
     "banned_layer_norm": (2, "which the rubric does not allow"),  # the honest twin of the attacks on the watch
     "frame_walk": (2, "which the rubric does not allow"),  # the watch put back, its F.layer_norm seen
     "patch_reporting": (2, "which the rubric does not allow"),
+    # The answer key run from its source text, after detecting the grader: its code is banned by what it is.
+    "run_the_reference_source": (2, "run from its source text"),
 }
 # attack -> its honest twin: the same code without the attack, graded beside it to exactly the same score
 TWINS = {"hang_in_sdpa": "raise_in_sdpa", "busy_loop": "raise_in_layer_norm",
          "sleep_without_alarm": "raise_in_layer_norm", "fill_disk": "raise_in_layer_norm",
          "fill_shm": "raise_in_layer_norm", "daemon": "control", "lazy_output": "raise_in_layer_norm",
-         "frame_walk": "banned_layer_norm", "patch_reporting": "banned_layer_norm"}
+         "frame_walk": "banned_layer_norm", "patch_reporting": "banned_layer_norm",
+         "run_the_reference_source": "raise_in_layer_norm"}
 ROOT_ONLY = {"fill_disk", "fill_shm"}
 # attacks on the grader's own objects: marked for review in results.json, the gradebook's status and the log
-TAMPERS = {"pop_the_watch", "frame_walk", "patch_reporting"}  # without root there is no quota of the worker's own to refuse them
+TAMPERS = {"pop_the_watch", "frame_walk", "patch_reporting", "run_the_reference_source"}  # without root there is no quota of the worker's own to refuse them
 MARKERS = ("mha-spec-hostile-child-marker", "mha-spec-hostile-write-marker", "mha-spec-hostile-daemon-marker")
 SUITE = [ROOT / "spec_tests", ROOT / "reference", ROOT / "impls", ROOT / "conftest.py", ROOT / "pyproject.toml"]
 
