@@ -7,6 +7,7 @@ repo=$(pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
+python -c "import nbformat" 2>/dev/null || pip install -q -c constraints.txt nbformat  # writes the test notebook
 pip wheel . --no-deps --no-build-isolation -q -w "$work/wheel"
 python -m venv "$work/venv"
 "$work/venv/bin/pip" install -q -c constraints.txt "$work"/wheel/mha_spec-*.whl 2>&1 | grep -v "^WARNING: Location" || true
