@@ -414,3 +414,51 @@ def test_the_watchs_methods_replaced_during_a_call_fail_that_call_and_a_forged_b
     hits = found["mid_call"]
     assert "math.sqrt" in hits and _tampering(hits, "the grader's Watch class was changed (end)"), hits
     assert _tampering(found["forged_begin"], "'begin') called out of order"), found["forged_begin"]
+
+
+# -- a call's report sealed with the worker's key; the suite's files read as text ----------------------------
+SEALED_KEY = """
+import json, sys, types
+from spec_tests.sandbox import guard
+KEY = bytes(range(32))
+guard.install(["math.sqrt"], [], KEY)
+audit = sys.audit
+import math
+out = {}
+hits = []
+result = guard.watch_sealed(audit, hits, "n1", lambda: (None, (math.sqrt(4.0), [1, 2])))
+out["sealed"] = hits
+out["expected"] = guard.seal(KEY, "n1", hits[:-1], (2.0, [1, 2]))
+out["other_nonce"] = guard.seal(KEY, "n2", hits[:-1], (2.0, [1, 2]))
+with open("reference/layer_norm.py") as f:  # the answer key, read as text and run under another name
+    text = "".join(line for line in f if not line.startswith("from reference"))
+notes = types.ModuleType("notes")
+notes.check_layer_norm = lambda *a, **k: None
+exec(compile(text, "notes.py", "exec"), notes.__dict__)
+import numpy as np
+hits = []
+guard.watch_sealed(audit, hits, "n3", lambda: (None, notes.layer_norm(np.ones((2, 3)), np.ones(3), np.zeros(3))))
+out["stolen"] = hits
+print(json.dumps(out, default=str))
+"""
+
+
+@pytest.fixture(scope="module")
+def keyed():
+    proc = subprocess.run([sys.executable, "-c", SEALED_KEY], cwd=ROOT, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def test_a_sealed_call_ends_with_the_keyed_digest_of_its_nonce_report_and_values(keyed):
+    hits = keyed["sealed"]
+    assert hits[:-1] == ["math.sqrt"] and hits[-1].startswith("seal:"), hits
+    assert hits[-1] == keyed["expected"], "the suite, holding the key, computes the same seal"
+    assert hits[-1] != keyed["other_nonce"], "a seal is good for its own request only"
+
+
+def test_the_suites_file_read_as_text_is_banned_by_its_code_and_noted(keyed):
+    hits = keyed["stolen"]
+    assert "the suite's reference/layer_norm.py (run from its source text)" in hits, hits
+    assert any(h.startswith("review: read the suite's file reference/layer_norm.py as text") for h in hits), hits

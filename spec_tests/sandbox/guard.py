@@ -576,7 +576,12 @@ def install(names, ops, key: bytes | None = None) -> None:
                 busy[0] = False
         w.read_suite(path[len(suite):], where, source)
 
+    interesting = frozenset((name, "open", "import", "object.__setattr__", "sys.addaudithook")) | tamper_events | \
+        denied
+
     def hook(event, args):
+        if event not in interesting:  # the common case (frame.f_code, read at every profiled call): at once
+            return
         if event == name:
             command = args[0] if args else None
             caller = getframe(1)  # the frame that called sys.audit (the hook is called from C)
