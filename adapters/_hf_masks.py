@@ -5,12 +5,15 @@ HF builds every mask from mask functions of (batch, head, q_idx, kv_idx): `causa
 (kv_idx <= q_idx) or `bidirectional_mask_function`, ANDed (`and_masks`) with further ones, over query
 positions that start at `q_offset`. With a KV cache of P past tokens the L_q new queries sit at
 positions P .. P + L_q - 1 of the L_k = P + L_q keys: q_offset = L_k - L_q, which is how HF's
-generation calls it, so its causal mask is bottom-right aligned. The contract's mask (True = may
-attend) is one more mask function, reading it.
+generation calls it, so its causal mask is bottom-right aligned; more queries than keys has no place
+there (out of scope with causal). The contract's mask (True = may attend) is one more mask function,
+reading it.
 """
 
 import torch
 from transformers.masking_utils import and_masks, bidirectional_mask_function, causal_mask_function
+
+from spec_tests import OutOfScope
 
 
 def flat(x, lead):
@@ -25,7 +28,10 @@ def unflat(out, lead):
 
 def mask_function(mask, is_causal, lead, L_q, L_k):
     """HF's mask function for the contract's mask and causal flag, and the query offset it runs with."""
-    offset = L_k - L_q
+    if is_causal and L_q > L_k:
+        raise OutOfScope("Hugging Face's mask pipeline places the queries at the last positions of the keys "
+                         "(generation with a KV cache): causal attention with more queries than keys has no such place")
+    offset = L_k - L_q if is_causal else 0  # without causal, the positions do not matter
     base = causal_mask_function if is_causal else bidirectional_mask_function
     if mask is None:
         return base, offset

@@ -8,6 +8,8 @@ Conversions:
 - The mask and `is_causal` go through HF's pipeline: a boolean 4-D mask (True = may attend) from
   `sdpa_mask` with queries at positions L_k - L_q .. L_k - 1, as in generation with a KV cache. When
   the pipeline returns no mask (it leaves the causal case to SDPA's flag), `is_causal=True` is passed.
+  With a mask of the user's, the pipeline may not skip it (`allow_is_causal_skip=False`, as HF's
+  `create_causal_mask` does when given a mask function of the user's).
 - A float bias is HF's `position_bias` (what T5 passes).
 - `attention_weights`: this function returns no weights; P is the output for V = I.
 """
@@ -29,7 +31,7 @@ def _attend(q, k, v, mask, is_causal, scale, bias):
     fn, offset = hf.mask_function(mask, is_causal, lead, L_q, L_k)
     q4, k4, v4 = (hf.flat(x, lead) for x in (q, k, v))
     attention_mask = sdpa_mask(batch_size=q4.shape[0], q_length=L_q, kv_length=L_k, q_offset=offset,
-                               mask_function=fn, device=q.device)
+                               mask_function=fn, allow_is_causal_skip=mask is None, device=q.device)
     position_bias = None if bias is None else bias.to(q.dtype).expand(*lead, L_q, L_k).reshape(-1, 1, L_q, L_k)
     out, _ = sdpa_attention_forward(hf.module(is_causal), q4, k4, v4, attention_mask, scaling=scale,
                                     is_causal=is_causal, position_bias=position_bias)

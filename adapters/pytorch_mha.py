@@ -10,8 +10,10 @@ Conversions (as PyTorch's documentation asks of a user):
   gets `~mask`, broadcast to (B, H, L_q, L_k) and laid out as (B*H, L_q, L_k).
 - `is_causal=True` is PyTorch's hint that `attn_mask` *is* the causal mask; without a mask the
   causal mask is `nn.Transformer.generate_square_subsequent_mask(L)`, which is square.
-- Out of scope: causal attention with L_q != L_k (the library's causal mask is square), and grouped
-  K/V heads (the module has none: `num_kv_heads` is not taken).
+- Out of scope: causal attention with L_q != L_k (the library's causal mask is square); a mask
+  together with `is_causal` (the flag is a hint that the mask *is* the causal mask: given both, PyTorch
+  2.13 drops the mask and runs causal alone); grouped K/V heads (the module has none: `num_kv_heads`
+  is not taken).
 """
 
 import torch
@@ -45,9 +47,14 @@ def multi_head_attention(query, key, value, weights, num_heads, mask=None, is_ca
     L_k = key.shape[1]
     mha, params = _module(weights, num_heads, D, query.dtype)
     attn_mask = None
+    if mask is not None and is_causal:
+        raise OutOfScope("nn.MultiheadAttention's is_causal is a hint that attn_mask is the causal mask "
+                         "(its documentation); a mask with causal must be one combined mask")
     if mask is not None:
         H = num_heads
-        attn_mask = (~mask).expand(B, H, L_q, L_k).reshape(B * H, L_q, L_k)  # True = not allowed
+        if mask.dtype == torch.bool:  # True = not allowed: the contract's opposite
+            mask = ~mask
+        attn_mask = mask.expand(B, H, L_q, L_k).reshape(B * H, L_q, L_k)  # a float mask is added, as PyTorch does
     elif is_causal:
         if L_q != L_k:
             raise OutOfScope("nn.MultiheadAttention's causal mask (generate_square_subsequent_mask) is square: "

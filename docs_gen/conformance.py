@@ -20,6 +20,7 @@ CELLS = {
     "not implemented": ("not impl", "notimpl"),
     "partly implemented": ("partial", "notimpl"),
     "not applicable": ("n/a", "na"),
+    "out of scope": ("scope", "na"),
     "unavailable": ("unavail", "unavail"),
     "skipped": ("skip", "na"),
 }
@@ -67,7 +68,7 @@ def render(report: dict, source: str = "a pytest --spec-report JSON", command: s
     out += ["Every implementation under `impls/` against every claim of the specification, from one real run",
             "of the suite. A claim's cell combines all its tests over all the dtypes the implementation declares.",
             "Claim IDs link to the chapter that states them.", ""]
-    out += run_summary(report, command) + implementations_table(report) + legend()
+    out += run_summary(report, command) + implementations_table(report) + legend(report.get("claims", {}))
     out += claims_matrix(report.get("claims", {}), impls)
     out += outcomes_section("Expected failures", _by_message(report, "expected failure"),
                             "Known failures, each declared in `spec_tests/xfail/<implementation>.txt` with its reason:")
@@ -116,9 +117,15 @@ def implementations_table(report: dict) -> list[str]:
     return out + [""]
 
 
-def legend() -> list[str]:
+# Shown only when a run has the status: a declaration of adapters (adapters/), rare in impls/.
+SCOPE_LEGEND = ("out of scope", "the implementation declares every input of the claim's tests outside what it can "
+                "express (`OutOfScope`, CONTRACT.md): not applicable to it, by its own declaration")
+
+
+def legend(table: dict | None = None) -> list[str]:
     out = ["## Legend", ""]
-    for status, meaning in LEGEND:
+    seen = {s for per in (table or {}).values() for s in per.values()}
+    for status, meaning in LEGEND + ([SCOPE_LEGEND] if SCOPE_LEGEND[0] in seen else []):
         out.append(f"- {cell(status)} {meaning}")
     return out + [f"- {cell(None)} no test of this claim ran for this implementation (the claim has no test yet)", ""]
 
