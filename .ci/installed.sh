@@ -54,4 +54,9 @@ expect 0 pytest --pyargs spec_tests --impl mine.py --chapter sdpa,layer_norm
 expect fail pytest --pyargs spec_tests --impl buggy.py --chapter layer_norm
 expect 0 python -m spec_tests check hw.ipynb --chapter layer_norm
 grep -q "selected" run.log
+# pytest's cache (--lf) goes to the learner's folder, never into site-packages
+site=$(python -c "import spec_tests, pathlib; print(pathlib.Path(spec_tests.__file__).parents[1])")
+pytest --pyargs spec_tests --impl mine.py --claim LN-1 -q > run.log 2>&1 || { tail -n 40 run.log >&2; exit 1; }
+mha-spec check mine.py --claim LN-1 -q > run.log 2>&1 || { tail -n 40 run.log >&2; exit 1; }
+if [ -e "$site/.pytest_cache" ] || [ ! -d .pytest_cache ]; then echo "pytest's cache is not in the learner's folder" >&2; exit 1; fi
 echo "installed package: correct file, buggy file and notebook checked as expected"

@@ -104,6 +104,10 @@ def redetermine(early_config, parser, args) -> None:
                                                  early_config.invocation_params.dir)
     if (no_paths or in_suite) and project.is_file():
         known.inifilename, known.rootdir = str(project), str(ROOT)
+        if project == PACKAGED_INI and "no:cacheprovider" not in (getattr(known, "plugins", None) or []):
+            # installed: pytest's cache (--lf) in the folder the run started from, not in site-packages
+            cache = early_config.invocation_params.dir / ".pytest_cache"
+            known.override_ini = [f"cache_dir={cache}", *(getattr(known, "override_ini", None) or [])]  # theirs win
         rootpath, inipath, inicfg = determine_setup(early_config, known)
         if no_paths:
             args.append(str(SPEC_DIR))
