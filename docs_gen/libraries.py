@@ -156,6 +156,11 @@ def _claim_link(cid: str) -> str:
     return f"[{cid}]({catalogue.chapters()[c.chapter].page}#{c.anchor})"
 
 
+def _value(seen: str) -> str:
+    """Values as code (`[1., 1.]`), words as text."""
+    return f"`{seen}`" if seen.startswith("[") else text(seen)
+
+
 def questions(doc: dict, adapters: list[str]) -> list[str]:
     out = ["## The questions users ask", "",
            "Each answer is the library's output on the smallest input that shows it, in float64. Unless said",
@@ -163,11 +168,11 @@ def questions(doc: dict, adapters: list[str]) -> list[str]:
            "1 means key 0 alone was seen, 3 key 1 alone, 2 both.", ""]
     for qid, (title, fn, claim, contract) in QUESTIONS.items():
         doc_text = " ".join((fn.__doc__ or "").split())
-        out += [f"### {title}", "", f"{text(doc_text)} Bears on {_claim_link(claim)}; the contract: {text(contract)}.", "",
+        out += [f"### {text(title)}", "", f"{text(doc_text)} Bears on {_claim_link(claim)}; the contract: {text(contract)}.", "",
                 "| adapter | seen |", "| --- | --- |"]
         for adapter in adapters:
             seen = doc["adapters"][adapter].get("probes", {}).get(qid, "library not installed")
-            out.append(f"| `{adapter}` | {text(seen)} |")
+            out.append(f"| `{adapter}` | {_value(seen)} |")
         out.append("")
     return out
 
