@@ -54,6 +54,11 @@ def _tampering(hits: list[str], text: str) -> bool:
     return any(h.startswith("tampering with the grader: ") and text in h for h in hits)
 
 
+def _noted(hits: list[str], text: str) -> bool:
+    """Put back before the call and noted for review: the call itself is not failed for it."""
+    return any(h.startswith("review: ") and text in h for h in hits)
+
+
 # -- routes to a banned function without PyTorch: the call watch alone ---------------------------------
 NAMES = """
 import math, random, textwrap as tw
@@ -399,14 +404,14 @@ def test_a_banned_bound_builtin_is_not_masked_by_its_types_innocent_twin(sealed)
 def test_the_watch_modules_globals_changed_are_put_back_and_reported(sealed):
     hits = sealed["event_renamed"]
     assert "math.sqrt" in hits, f"renaming the event must not switch the watch off: {hits}"
-    assert _tampering(hits, "the grader's watch module was changed (EVENT, TAMPER_EVENTS)"), hits
+    assert _noted(hits, "the grader's watch module was changed (EVENT, TAMPER_EVENTS)"), hits
 
 
 def test_the_watchs_methods_replaced_are_put_back_and_reported(sealed):
     hits = sealed["methods_replaced"]
     assert "math.sqrt" in hits, f"replacing the watch's methods must not switch it off: {hits}"
-    assert _tampering(hits, "the grader's Watch class was changed (profile)"), hits
-    assert _tampering(hits, "the grader's _Names class was changed (resolve)"), hits
+    assert _noted(hits, "the grader's Watch class was changed (profile)"), hits
+    assert _noted(hits, "the grader's _Names class was changed (resolve)"), hits
 
 
 def test_the_watchs_methods_replaced_during_a_call_fail_that_call_and_a_forged_begin_is_tampering():

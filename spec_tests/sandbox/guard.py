@@ -545,7 +545,8 @@ def install(names, ops, key: bytes | None = None) -> None:
 
     suite = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) + os.sep
     harness, stdlib = suite + "spec_tests" + os.sep, os.path.dirname(os.__file__) + os.sep
-    realpath, fspath, open_, compile_ = os.path.realpath, os.fspath, io.open, compile
+    realpath, fspath, open_, compile_, isfile = os.path.realpath, os.fspath, io.open, compile, os.path.isfile
+    environment = tuple(os.path.realpath(p) + os.sep for p in {sys.prefix, sys.base_prefix, sys.exec_prefix})
     busy = [False]  # the hook reading a suite file itself
 
     def suite_read(args) -> None:
@@ -557,10 +558,14 @@ def install(names, ops, key: bytes | None = None) -> None:
             path = realpath(fspath(args[0]))
         except (TypeError, ValueError, OSError):
             return
-        if not path.startswith(suite) or "__pycache__" in path:
-            return
-        while frame is not None and frame.f_code.co_filename.startswith((stdlib, "<frozen")):
-            frame = frame.f_back  # pathlib, io, linecache...: the code that asked them
+        if not path.startswith(suite) or path.startswith(environment) or "__pycache__" in path or \
+                "site-packages" in path or not isfile(path):
+            return  # not the suite's own file (a virtual environment may live in the suite's folder)
+        while frame is not None and (frame.f_code.co_filename.startswith((stdlib, "<frozen") + environment) or
+                                     "site-packages" in frame.f_code.co_filename):
+            if frame.f_code.co_filename.startswith("<frozen importlib"):
+                return  # a library reading its own metadata while it is being imported
+            frame = frame.f_back  # pathlib, io, a library's own reading: the code that asked them
         if frame is None or frame.f_code.co_filename.startswith(harness):
             return  # the grader's own
         where = f"{frame.f_code.co_filename.rsplit(os.sep, 1)[-1]} line {frame.f_lineno}"

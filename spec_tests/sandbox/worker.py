@@ -369,7 +369,8 @@ class Worker:
         methods = OPERATIONS | {"_converted", "_plain", "_function", "_resolve", "_handle"}
         used = own + tuple((obj, name, getattr(obj, name)) for obj, names in (
             (json, ("dumps", "loads")), (struct, ("pack", "unpack", "unpack_from")), (os, ("read", "write", "_exit")),
-            (select, ("poll",)), (np, ("frombuffer", "ascontiguousarray")),
+            (select, ("poll",)), (np, ("frombuffer", "ascontiguousarray", "asarray")),
+            (self.arrays, ("to_native", "to_numpy", "map_arrays", "is_native", "native_dtype_name")),
             (wire, ("encode", "decode", "read", "write", "_wait", "_read_exactly"))) for name in names) + tuple(
             (Worker, name, vars(Worker)[name]) for name in methods)
         review: list = []
