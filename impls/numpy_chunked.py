@@ -39,6 +39,7 @@ import numpy as np
 from impls._heads import multi_head
 from impls._tiling import TilePlan, block_sizes
 from impls.numpy_fast import layer_norm, merge_heads, sinusoidal_positional_encoding, split_heads
+from impls._mask_keywords import and_masks, extra_mask
 from reference.checks import check_attention, check_multi_head
 
 BACKEND = "numpy"
@@ -190,16 +191,22 @@ def _weights(tiles, scale, dtype):
     return p
 
 
-def scaled_dot_product_attention(q, k, v, mask=None, is_causal=False, scale=None, block_q=None, block_k=None):
-    """softmax(Q K^T * scale) V by online softmax; q (..., L_q, d_k), k (..., L_k, d_k), v (..., L_k, d_v)."""
+def scaled_dot_product_attention(q, k, v, mask=None, is_causal=False, scale=None, block_q=None, block_k=None,
+                                 window_size=None, q_segment_ids=None, kv_segment_ids=None):
+    """softmax(Q K^T * scale) V by online softmax; q (..., L_q, d_k), k (..., L_k, d_k), v (..., L_k, d_v).
+
+    window_size and segment ids become one (L_q, L_k) mask ANDed with `mask` (correct, not O(L) in memory)."""
     check_attention(q, k, v, mask=mask)
+    mask = and_masks(mask, extra_mask(q, q.shape[-2], k.shape[-2], window_size, q_segment_ids, kv_segment_ids))
     tiles = _Tiles(q, k, mask, is_causal, block_q, block_k, v)
     return _attend(tiles, _scale(q.shape[-1], scale), np.result_type(q, k, v))  # (..., L_q, d_v)
 
 
-def attention_weights(q, k, mask=None, is_causal=False, scale=None, block_q=None, block_k=None):
+def attention_weights(q, k, mask=None, is_causal=False, scale=None, block_q=None, block_k=None,
+                      window_size=None, q_segment_ids=None, kv_segment_ids=None):
     """P = softmax(Q K^T * scale) over visible keys, computed tile by tile; (..., L_q, L_k)."""
     check_attention(q, k, mask=mask)
+    mask = and_masks(mask, extra_mask(q, q.shape[-2], k.shape[-2], window_size, q_segment_ids, kv_segment_ids))
     tiles = _Tiles(q, k, mask, is_causal, block_q, block_k)
     return _weights(tiles, _scale(q.shape[-1], scale), np.result_type(q, k))
 

@@ -36,6 +36,7 @@ import torch
 import torch.nn.functional as F
 
 from impls._heads import multi_head
+from impls._mask_keywords import and_masks, extra_mask
 from impls._tiling import TilePlan, block_sizes
 from impls.torch_sdpa import layer_norm, merge_heads, sinusoidal_positional_encoding, split_heads
 from reference.checks import check_attention, check_multi_head
@@ -266,19 +267,23 @@ def _weights(tiles, scale, inplace):
 
 
 def scaled_dot_product_attention(q, k, v, mask=None, is_causal=False, scale=None, block_q=None, block_k=None,
-                                 fast=None):
+                                 fast=None, window_size=None, q_segment_ids=None, kv_segment_ids=None):
     """softmax(Q K^T * scale) V by online softmax; q (..., L_q, d_k), k (..., L_k, d_k), v (..., L_k, d_v).
 
     fast: True for the thread-pool path, False for the plain one, None (default) to choose by size.
+    window_size and segment ids become one (L_q, L_k) mask ANDed with `mask` (correct, not O(L) in memory).
     """
     check_attention(q, k, v, mask=mask)
+    mask = and_masks(mask, extra_mask(q, q.shape[-2], k.shape[-2], window_size, q_segment_ids, kv_segment_ids))
     tiles = _Tiles(q, k, mask, is_causal, block_q, block_k, v)
     return _sdpa(tiles, _scale(q.shape[-1], scale), _needs_grad(q, k, v), fast)
 
 
-def attention_weights(q, k, mask=None, is_causal=False, scale=None, block_q=None, block_k=None):
+def attention_weights(q, k, mask=None, is_causal=False, scale=None, block_q=None, block_k=None,
+                      window_size=None, q_segment_ids=None, kv_segment_ids=None):
     """P = softmax(Q K^T * scale) over visible keys, computed tile by tile; (..., L_q, L_k)."""
     check_attention(q, k, mask=mask)
+    mask = and_masks(mask, extra_mask(q, q.shape[-2], k.shape[-2], window_size, q_segment_ids, kv_segment_ids))
     tiles = _Tiles(q, k, mask, is_causal, block_q, block_k)
     return _weights(tiles, _scale(q.shape[-1], scale), not _needs_grad(q, k))
 
