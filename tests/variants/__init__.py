@@ -34,6 +34,9 @@ class Variant:
     what: str  # the rewrite, in words
     functions: dict[str, str]  # function name -> its new source (replaces the base's, or is appended)
     attributes: dict[str, str] = field(default_factory=dict)  # module attribute -> new value's source
+    # functions whose base version is kept as _plain_<name> for the new one to call (the paths the rewrite
+    # leaves alone: the later chapters' keywords, say), so the variant keeps up with its base
+    wraps: tuple[str, ...] = ()
 
 
 def _code(text: str) -> str:
@@ -52,7 +55,11 @@ def source(variant: Variant) -> str:
             first = min([node.lineno] + [d.lineno for d in node.decorator_list])
             spans[node.name] = (first - 1, node.end_lineno)
     for name, (start, end) in sorted(spans.items(), key=lambda item: -item[1][0]):
-        lines[start:end] = [_code(variant.functions[name])]
+        if name in variant.wraps:  # the base's version stays, renamed, and the new one follows it
+            kept = "".join(lines[start:end]).replace(f"def {name}(", f"def _plain_{name}(", 1)
+            lines[start:end] = [kept, "\n\n", _code(variant.functions[name])]
+        else:
+            lines[start:end] = [_code(variant.functions[name])]
     extra = [_code(code) for name, code in variant.functions.items() if name not in spans]
     attrs = [f"{name} = {value}\n" for name, value in variant.attributes.items()]
     body = "".join(lines)
@@ -89,15 +96,18 @@ _EINSUM = Variant("einsum_for_matmul", NUMPY_BASE, "every matmul of attention an
             return y if b is None else y + np.asarray(b).astype(x.dtype, copy=False)
     """,
     "scaled_dot_product_attention": """
-        def scaled_dot_product_attention(q, k, v, mask=None, is_causal=False, scale=None, bias=None):
+        def scaled_dot_product_attention(q, k, v, mask=None, is_causal=False, scale=None, bias=None, return_lse=False,
+                                         **later):
+            if return_lse:
+                return _plain_scaled_dot_product_attention(q, k, v, mask, is_causal, scale, bias, return_lse=True, **later)
             q, k, v = np.asarray(q), np.asarray(k), np.asarray(v)
             _check_qk(q, k)
             _check_lengths(k, v)
             _batch_shape(q=q, k=k, v=v)
-            p = attention_weights(q, k, mask, is_causal, scale, bias)
+            p = attention_weights(q, k, mask, is_causal, scale, bias, **later)
             return np.einsum("...ij,...jd->...id", p, v)   # (..., L_q, d_v)
     """,
-})
+}, wraps=("scaled_dot_product_attention",))
 
 _REVERSED = Variant("reversed_summation_order", NUMPY_BASE,
                     "scores and LayerNorm's statistics summed one term at a time, last feature first", {
@@ -130,7 +140,11 @@ _LSE = Variant("logsumexp_softmax", NUMPY_BASE, "softmax as exp(s - logsumexp(s)
 _ONLINE = Variant("online_softmax", NUMPY_BASE,
                   "attention streamed over blocks of 3 keys with a running maximum and sum (FlashAttention's recurrence)", {
     "scaled_dot_product_attention": """
-        def scaled_dot_product_attention(q, k, v, mask=None, is_causal=False, scale=None, bias=None):
+        def scaled_dot_product_attention(q, k, v, mask=None, is_causal=False, scale=None, bias=None, return_lse=False,
+                                         **later):
+            if return_lse or any(value is not None for value in later.values()):  # the later chapters' keywords
+                return _plain_scaled_dot_product_attention(q, k, v, mask, is_causal, scale, bias, return_lse=return_lse,
+                                                           **later)
             q, k, v = np.asarray(q), np.asarray(k), np.asarray(v)
             _check_qk(q, k)
             _check_lengths(k, v)
@@ -158,7 +172,7 @@ _ONLINE = Variant("online_softmax", NUMPY_BASE,
                 m = new_m
             return (acc / np.where(total > 0, total, 1)).astype(dtype, copy=False)
     """,
-})
+}, wraps=("scaled_dot_product_attention",))
 
 _ROPE_INPUT_DTYPE = Variant("rope_angle_in_input_dtype", NUMPY_BASE,
                             "the textbook RoPE: positions, frequencies and angles in the input's dtype", {
@@ -199,25 +213,19 @@ _DIV_TERM = Variant("pe_div_term", NUMPY_BASE,
 _TORCH_HALF_FLOAT32 = Variant("torch_float32_inside_half", TORCH_BASE,
                               "float16/bfloat16: every product, sum and softmax computed in float32, stored in the input dtype", {
     "_attention_weights": """
-        def _attention_weights(q, k, allowed, scale, bias=None):
-            dtype = q.dtype
-            wide = torch.float32 if dtype in _LOW_PRECISION else dtype
-            scores = torch.matmul(q.to(wide), k.to(wide).transpose(-2, -1)) * scale   # (..., L_q, L_k)
-            if bias is not None:
-                scores = scores + bias.to(wide)
-            if allowed is not None:
-                scores = scores.masked_fill(~allowed, float("-inf"))
-            empty = torch.isneginf(scores).all(dim=-1, keepdim=True)
-            p = F.softmax(scores.masked_fill(empty, 0.0), dim=-1).masked_fill(empty, 0.0)
-            return p.to(dtype)
+        def _attention_weights(q, k, allowed, scale, bias=None, *later):
+            if q.dtype not in _LOW_PRECISION:
+                return _plain__attention_weights(q, k, allowed, scale, bias, *later)
+            wide = [x.float() if torch.is_tensor(x) and x.is_floating_point() else x for x in (bias, *later)]
+            return _plain__attention_weights(q.float(), k.float(), allowed, scale, *wide).to(q.dtype)  # scores in float32
     """,
     "_linear": """
         def _linear(x, w, b):
-            wide = torch.float32 if x.dtype in _LOW_PRECISION else x.dtype
-            y = torch.matmul(x.to(wide), w.to(wide))
-            return (y if b is None else y + b.to(wide)).to(x.dtype)
+            if x.dtype not in _LOW_PRECISION:
+                return _plain__linear(x, w, b)
+            return _plain__linear(x.float(), w.float(), None if b is None else b.float()).to(x.dtype)
     """,
-})
+}, wraps=("_attention_weights", "_linear"))
 
 _TORCH_BACKWARD = Variant("torch_backward_passes", TORCH_BASE,
                           "the reference's layer_norm_backward and attention backward formulas, op for op, in PyTorch", {
