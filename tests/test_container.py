@@ -114,13 +114,24 @@ def test_a_correct_submission_scores_full_marks_in_the_default_container(kind, t
 
 
 def _torch_submission(tmp_path: Path) -> Path:
-    """A correct PyTorch file without the suite's own checks: impls/torch_naive.py with them inlined."""
+    """A correct PyTorch file without the suite's own modules: impls/torch_naive.py with the suite's modules it
+    imports from (reference.checks, impls._mask_keywords, ...) inlined before it, each once."""
     import re
 
-    checks = re.sub(r'^""".*?"""\n', "", (ROOT / "reference" / "checks.py").read_text(), flags=re.S)
-    body = (ROOT / "impls" / "torch_naive.py").read_text()
-    body = re.sub(r"^from reference\.checks import .*\n", "", body, flags=re.M)
-    body = re.sub(r'^""".*?"""\n', "", body, flags=re.S)
+    importing = re.compile(r"^from (reference|impls)\.(\w+) import .*\n", flags=re.M)
+    done: list[str] = []
+
+    def inline(path: Path) -> str:
+        text = re.sub(r'^""".*?"""\n', "", path.read_text(), flags=re.S)
+        head = ""
+        for package, module in importing.findall(text):
+            if f"{package}.{module}" not in done:
+                done.append(f"{package}.{module}")
+                head += inline(ROOT / package / f"{module}.py") + "\n"
+        return head + importing.sub("", text)
+
     path = tmp_path / "torch_submission.py"
-    path.write_text(checks + "\n" + body)
+    body = inline(ROOT / "impls" / "torch_naive.py")
+    future = "from __future__ import annotations\n"
+    path.write_text((future if future in body else "") + body.replace(future, ""))
     return path

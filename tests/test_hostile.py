@@ -70,7 +70,7 @@ TWINS = {"hang_in_sdpa": "raise_in_sdpa", "busy_loop": "raise_in_layer_norm",
          "run_the_reference_source": "raise_in_layer_norm"}
 ROOT_ONLY = {"fill_disk", "fill_shm"}
 # attacks on the grader's own objects: marked for review in results.json, the gradebook's status and the log
-TAMPERS = {"pop_the_watch", "frame_walk", "patch_reporting", "run_the_reference_source"}  # without root there is no quota of the worker's own to refuse them
+TAMPERS = {"pop_the_watch", "frame_walk", "patch_reporting", "run_the_reference_source", "write_suite_files"}  # without root there is no quota of the worker's own to refuse them
 MARKERS = ("mha-spec-hostile-child-marker", "mha-spec-hostile-write-marker", "mha-spec-hostile-daemon-marker")
 SUITE = [ROOT / "spec_tests", ROOT / "reference", ROOT / "impls", ROOT / "conftest.py", ROOT / "pyproject.toml"]
 
