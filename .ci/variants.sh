@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export CI=1 MHA_SPEC_VARIANTS=1 MHA_SPEC_VARIANT_EXAMPLES="${MHA_SPEC_VARIANT_EXAMPLES:-5}"
 set +e
-python -m pytest -p no:cacheprovider -q -n 2 tests/test_variants.py
+python -m pytest -p no:cacheprovider -q tests/test_variants.py
 status=$?
 set -e
 if [ "$status" -eq 5 ]; then echo "pytest collected no tests: that is a failure" >&2; exit 1; fi

@@ -96,8 +96,11 @@ _EINSUM = Variant("einsum_for_matmul", NUMPY_BASE, "every matmul of attention an
             return y if b is None else y + np.asarray(b).astype(x.dtype, copy=False)
     """,
     "scaled_dot_product_attention": """
-        def scaled_dot_product_attention(q, k, v, mask=None, is_causal=False, scale=None, bias=None, return_lse=False,
-                                         **later):
+        def scaled_dot_product_attention(q, k, v, mask=None, is_causal=False, scale=None, bias=None, window_size=None,
+                                         q_segment_ids=None, kv_segment_ids=None, softcap=None, sinks=None,
+                                         return_lse=False):
+            later = dict(window_size=window_size, q_segment_ids=q_segment_ids, kv_segment_ids=kv_segment_ids,
+                         softcap=softcap, sinks=sinks)   # the later chapters' keywords, left to the base
             if return_lse:
                 return _plain_scaled_dot_product_attention(q, k, v, mask, is_causal, scale, bias, return_lse=True, **later)
             q, k, v = np.asarray(q), np.asarray(k), np.asarray(v)
@@ -140,8 +143,11 @@ _LSE = Variant("logsumexp_softmax", NUMPY_BASE, "softmax as exp(s - logsumexp(s)
 _ONLINE = Variant("online_softmax", NUMPY_BASE,
                   "attention streamed over blocks of 3 keys with a running maximum and sum (FlashAttention's recurrence)", {
     "scaled_dot_product_attention": """
-        def scaled_dot_product_attention(q, k, v, mask=None, is_causal=False, scale=None, bias=None, return_lse=False,
-                                         **later):
+        def scaled_dot_product_attention(q, k, v, mask=None, is_causal=False, scale=None, bias=None, window_size=None,
+                                         q_segment_ids=None, kv_segment_ids=None, softcap=None, sinks=None,
+                                         return_lse=False):
+            later = dict(window_size=window_size, q_segment_ids=q_segment_ids, kv_segment_ids=kv_segment_ids,
+                         softcap=softcap, sinks=sinks)   # the later chapters' keywords, left to the base
             if return_lse or any(value is not None for value in later.values()):  # the later chapters' keywords
                 return _plain_scaled_dot_product_attention(q, k, v, mask, is_causal, scale, bias, return_lse=return_lse,
                                                            **later)
