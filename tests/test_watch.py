@@ -431,7 +431,7 @@ audit = sys.audit
 import math
 out = {}
 hits = []
-result = guard.watch_sealed(audit, hits, "n1", lambda: (None, (math.sqrt(4.0), [1, 2])))
+result = guard.watch_sealed(audit, hits, "n1", lambda: (math.sqrt(4.0), [1, 2]), lambda r: r)
 out["sealed"] = hits
 out["expected"] = guard.seal(KEY, "n1", hits[:-1], (2.0, [1, 2]))
 out["other_nonce"] = guard.seal(KEY, "n2", hits[:-1], (2.0, [1, 2]))
@@ -442,7 +442,7 @@ notes.check_layer_norm = lambda *a, **k: None
 exec(compile(text, "notes.py", "exec"), notes.__dict__)
 import numpy as np
 hits = []
-guard.watch_sealed(audit, hits, "n3", lambda: (None, notes.layer_norm(np.ones((2, 3)), np.ones(3), np.zeros(3))))
+guard.watch_sealed(audit, hits, "n3", lambda: notes.layer_norm(np.ones((2, 3)), np.ones(3), np.zeros(3)))
 out["stolen"] = hits
 print(json.dumps(out, default=str))
 """

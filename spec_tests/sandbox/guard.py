@@ -538,6 +538,7 @@ def install(names, ops, key: bytes | None = None) -> None:
     guarded = (watch, watch_sealed, install, seal, canonical)
     denied, make_seal, blake2b = frozenset(DENIED), seal, hashlib.blake2b
     began = [None]  # the frame of watch() that began the current call
+    ended = [None]  # the frame of watch_sealed() that ended the last call, until it seals it
     import io
     import os
 
@@ -598,10 +599,13 @@ def install(names, ops, key: bytes | None = None) -> None:
                 w.begin()
             elif command == "end" and w.in_call and caller is began[0] and len(args) > 1 and \
                     isinstance(args[1], list):
-                began[0] = None
+                ended[0], began[0] = caller, None
+                w.end(args[1])
+            elif command == "seal" and caller is ended[0] and not w.in_call and len(args) > 3 and \
+                    isinstance(args[1], list):  # watch_sealed(), once after its end: the report and values
+                ended[0] = None
                 out = args[1]
-                w.end(out)
-                if key is not None and len(args) > 3:  # watch_sealed(): the report and the values, sealed
+                if key is not None:
                     out.append(make_seal(key, args[2], [str(r) for r in out], args[3], blake2b))
             else:  # a call out of order: someone other than the worker's watch()
                 w.tampered(f"sys.audit({name!r}, {command!r}) called out of order")
@@ -637,14 +641,24 @@ def watch(audit, hits: list, fn, *args, _event=EVENT, **kwargs):
         audit(_event, "end", hits)
 
 
-def watch_sealed(audit, hits: list, nonce: str, fn, _event=EVENT):
-    """fn() under the watch, fn returning (result, values): at the end the hook appends to `hits` the seal of
-    (nonce, what it reported, values), which the suite checks (seal()). A call that bypassed the watch, or whose
-    report or values were changed after it, has no valid seal."""
+def watch_sealed(audit, hits: list, nonce: str, fn, convert=None, _event=EVENT):
+    """fn() under the watch, then convert(its result) (the values that cross the wire); after both, the hook
+    appends to `hits` the seal of (nonce, what it reported, values), which the suite checks (seal()). A call
+    that bypassed the watch, or whose report or values were changed after it, has no valid seal. fn checks that
+    its result is plain (exact numpy.ndarray or torch.Tensor types) before the call ends, so converting it runs
+    no code of the implementation's."""
     audit(_event, "begin")
+    done = False
+    try:
+        result = fn()
+        done = True
+    finally:
+        audit(_event, "end", hits)
+        if not done:
+            audit(_event, "seal", hits, nonce, None)
     values = None
     try:
-        result, values = fn()
+        values = convert(result) if convert is not None else None
         return result, values
     finally:
-        audit(_event, "end", hits, nonce, values)
+        audit(_event, "seal", hits, nonce, values)

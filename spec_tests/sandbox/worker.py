@@ -302,16 +302,16 @@ class Worker:
         return fn
 
     def _converted(self, fn, convert, args, kwargs, nonce=""):
-        """fn(*args, **kwargs) and convert(its result), both under the watch: a result is checked to be plain
-        (`plain`) and converted before the call ends, so no code of the implementation's runs after it."""
+        """fn(*args, **kwargs) under the watch, its result checked to be plain (`plain`) before the call ends, then
+        convert(its result), which so runs no code of the implementation's; both sealed (guard.watch_sealed)."""
         backend = self.impl.backend
 
         def run():
             result = fn(*args, **kwargs)
             plain(result, backend)
-            return result, convert(result)
+            return result
 
-        return self._watch(self._audit, self.hits, nonce, run)
+        return self._watch(self._audit, self.hits, nonce, run, convert)
 
     def call(self, fname, dtype, args, kwargs, nonce=""):
         impl, a = self.impl, self.arrays
@@ -347,8 +347,7 @@ class Worker:
         if name not in METHODS:
             raise AttributeError(f"the suite may not call .{name}() on a worker array")
         with _autocast(autocast):
-            return self._plain(self._watch(self._audit, self.hits, nonce, lambda: (getattr(target, name)(*args),
-                                                                                     None))[0])
+            return self._plain(self._watch(self._audit, self.hits, nonce, lambda: getattr(target, name)(*args))[0])
 
     def attr(self, target, name, autocast=None):
         if name not in ATTRIBUTES:
