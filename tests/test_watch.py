@@ -258,6 +258,7 @@ then_clean("pop_function_stack", lambda: torch._C._pop_torch_function_stack())
 then_clean("pop_dispatch_stack_from_c", lambda: functools.partial(torch._C._pop_torch_dispatch_stack, None)())
 then_clean("audit_begin", lambda: audit(guard.EVENT, "begin"))
 then_clean("addaudithook", lambda: sys.addaudithook(lambda *a: None))
+then_clean("getprofile", lambda: sys.getprofile())  # the watch's bound method: its state is a slot away
 
 def new_class():
     watch = sys.getprofile().__self__
@@ -331,6 +332,10 @@ def test_an_audit_event_of_the_watch_out_of_order_is_tampering(tamper):
     _check(tamper, "audit_begin", "sys.audit('mha_spec.guard', 'begin') called out of order")
     # an early end inside the call fails that call itself, and the watch stays on to its real end
     assert _tampering(tamper["audit_end"], "sys.audit('mha_spec.guard', 'end') called out of order"), tamper
+
+
+def test_reading_the_call_watch_during_a_call_is_tampering(tamper):
+    _check(tamper, "getprofile", f"sys.getprofile {CALL_TAMPER}")
 
 
 def test_adding_an_audit_hook_during_a_call_is_tampering(tamper):

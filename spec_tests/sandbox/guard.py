@@ -24,12 +24,18 @@ Installed by the worker before it imports the implementation, in three layers:
    `__bases__`, `__name__`...; after a call the two modes' classes are compared with what they were).
    Tampering is a ban violation.
 
+4. Each call of the worker's is sealed (watch_sealed, seal): at its end the hook appends a keyed digest of the
+   request's nonce, its report and the values returned, with a key the suite sent before anything was imported
+   and only the hook holds; the suite checks it. A result is checked to be a plain array inside the call, so
+   converting it afterwards runs no code of the implementation's. The suite's files read as text (not imported)
+   are noted for review, and every function compiled from them is banned by its code.
+
 Limits, said plainly: all of this runs in the implementation's own process; it stops the ways
-above of reaching the watch from Python without native code, not a native extension of one's own,
-and code of the implementation that runs outside a call (an object's __array__ while its result
-is converted) is not watched. Nor is every path to the watch's own objects closed: during a call
-`sys.getprofile()` returns the watch's bound method, and `TorchDispatchMode.__subclasses__()` lists
-the modes' classes, whose methods refer to the watch; code that goes looking through these reaches it.
+above of reaching the watch from Python without native code, not a native extension of one's own.
+Not every path to the watch's own objects is closed: during a call `sys.getprofile()` returns the
+watch's bound method, and `TorchDispatchMode.__subclasses__()` lists the modes' classes, whose
+methods refer to the watch; code that goes looking through these reaches it and can change its state
+(what it reaches cannot make a seal, and the classes and this module are compared at every call).
 """
 
 from __future__ import annotations
@@ -156,8 +162,9 @@ class Watch:
         self.hits, self.tamper, self.import_tamper = [], [], []  # import_tamper: outside a call, reported ever after
         self.noted: list[str] = []  # changes to the watch's code outside a call, put back: for review, once
         self.stolen: dict = {}  # signature of a function of the suite's files read as text -> which file
-        self.tamper_ids: dict[int, str] = {id(sys.setprofile): "sys.setprofile", id(sys.settrace): "sys.settrace"}
-        self.held = [sys.setprofile, sys.settrace]  # what tamper_ids and c_names name, so that ids are not reused
+        self.tamper_ids: dict[int, str] = {id(sys.setprofile): "sys.setprofile", id(sys.settrace): "sys.settrace",
+                                           id(sys.getprofile): "sys.getprofile"}  # getprofile: the watch's method
+        self.held = [sys.setprofile, sys.settrace, sys.getprofile]  # what tamper_ids and c_names name, so that ids are not reused
         try:
             import _thread
 
