@@ -31,6 +31,7 @@ from pathlib import Path
 
 from grader import uploads
 from grader.rubric import Rubric, tested_claims
+from spec_tests.harness import rootdir
 from spec_tests.sandbox import limits as limits_mod
 from spec_tests.sandbox.session import REVIEW_LINE
 
@@ -172,7 +173,7 @@ def _launch(groups, rubric: Rubric, workdir: Path, entry: Path, env: dict, first
         cmd = [sys.executable, "-m", "pytest", "-q", "--no-header", "-p", "grader.progress",
                "--assert=plain",  # spec tests assert through check.py; rewriting every module would cost seconds
                "--tb=native",  # pytest's own traceback style parses each frame's source file: ~0.3 s per failure
-               *[f"-p no:{p}" for p in UNUSED_PLUGINS], "--rootdir", str(ROOT), "-c", str(ROOT / "pyproject.toml"),
+               *[f"-p no:{p}" for p in UNUSED_PLUGINS], "--rootdir", str(ROOT), "-c", str(rootdir.config_file()),
                *[str(SPEC_DIR / m) for m in modules], "--impl", str(entry), "--isolate", "--rubric", rubric.path,
                "--claim", ",".join(rubric.claims), "--spec-report", str(report), "--no-claim-summary",
                *[f"--deselect=spec_tests/{t}" for t in rubric.exclude_tests]]
