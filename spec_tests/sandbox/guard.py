@@ -530,22 +530,10 @@ def seal(key: bytes, nonce: str, report: list, values, _hash=None) -> str:
     return SEAL + h.hexdigest()
 
 
-def install(names, ops, key: bytes | None = None) -> None:
-    """Install the watch for banned `names` (functions, classes, modules) and `ops` (operator patterns).
-
-    The audit hook is a closure over what it needs, bound now: the Watch, the event's name, the sealed module and
-    classes, the code of watch() and sys._getframe. A call begins only from watch()'s own code and ends only from
-    the frame that began it: sys.audit(EVENT, "end") from anywhere else is tampering, and the watch stays on."""
-    import hashlib
-
-    w = Watch(names, ops)
-    sealed = _Seal(sys.modules[__name__], (Watch, _Names, _Seal))
-    name, tamper_events, getframe = EVENT, frozenset(TAMPER_EVENTS), sys._getframe
-    entries = (watch.__code__, watch_sealed.__code__)
-    guarded = (watch, watch_sealed, install, seal, canonical)
-    denied, make_seal, blake2b = frozenset(DENIED), seal, hashlib.blake2b
-    began = [None]  # the frame of watch() that began the current call
-    ended = [None]  # the frame of watch_sealed() that ended the last call, until it seals it
+def _suite_reader(w: "Watch", getframe, busy: list):
+    """The hook's handler of "open" events, a closure over what it needs, bound at install: a file of the
+    suite's opened by the implementation's code, other than by importing, is noted with the line that read it
+    (and the code compiled from it, so that running it under another name is a banned call)."""
     import io
     import os
 
@@ -553,10 +541,8 @@ def install(names, ops, key: bytes | None = None) -> None:
     harness, stdlib = suite + "spec_tests" + os.sep, os.path.dirname(os.__file__) + os.sep
     realpath, fspath, open_, compile_, isfile = os.path.realpath, os.fspath, io.open, compile, os.path.isfile
     environment = tuple(os.path.realpath(p) + os.sep for p in {sys.prefix, sys.base_prefix, sys.exec_prefix})
-    busy = [False]  # the hook reading a suite file itself
 
     def suite_read(args) -> None:
-        """An "open" event: a file of the suite's opened by the implementation's code, other than by importing."""
         frame = getframe(2)  # the code that called open() (the hook, then this function, are 0 and 1)
         if frame.f_code.co_filename.startswith("<frozen importlib"):
             return  # an import: what the bans by name and the call watch are for
@@ -586,6 +572,28 @@ def install(names, ops, key: bytes | None = None) -> None:
             finally:
                 busy[0] = False
         w.read_suite(path[len(suite):], where, source)
+
+    return suite_read
+
+
+def install(names, ops, key: bytes | None = None) -> None:
+    """Install the watch for banned `names` (functions, classes, modules) and `ops` (operator patterns).
+
+    The audit hook is a closure over what it needs, bound now: the Watch, the event's name, the sealed module and
+    classes, the code of watch() and sys._getframe. A call begins only from watch()'s own code and ends only from
+    the frame that began it: sys.audit(EVENT, "end") from anywhere else is tampering, and the watch stays on."""
+    import hashlib
+
+    w = Watch(names, ops)
+    sealed = _Seal(sys.modules[__name__], (Watch, _Names, _Seal))
+    name, tamper_events, getframe = EVENT, frozenset(TAMPER_EVENTS), sys._getframe
+    entries = (watch.__code__, watch_sealed.__code__)
+    guarded = (watch, watch_sealed, install, seal, canonical)
+    denied, make_seal, blake2b = frozenset(DENIED), seal, hashlib.blake2b
+    began = [None]  # the frame of watch() that began the current call
+    ended = [None]  # the frame of watch_sealed() that ended the last call, until it seals it
+    busy = [False]  # the hook reading a suite file itself
+    suite_read = _suite_reader(w, getframe, busy)
 
     interesting = frozenset((name, "open", "import", "object.__setattr__", "sys.addaudithook")) | tamper_events | \
         denied
