@@ -80,6 +80,12 @@ def magnitude(*arrays) -> float:
 
 
 # ------------------------------------------------------------------------------- sizes of the values involved
+
+def lse_size(lse) -> float:
+    """A log-sum-exp's size: its largest finite |value| (each row's log of its softmax denominator is stored
+    rounded, off by an ulp of itself; a dead row's -inf is compared exactly, not through a bound)."""
+    return magnitude(lse)
+
 def attention_size(q, k, v=None, scale=None, bias=None) -> float:
     """max|V| (1 for weights) times max(1, the largest |score| the inputs allow, an additive bias included).
 
