@@ -252,4 +252,4 @@ def test_flash_attention_with_peaked_scores_matches_naive(impl, seed, L, d, std)
 # ============================================================================ EFF-4, EFF-5
 # Sliding window, Linformer, Performer and Reformer are the reference's algorithms (reference/): their
 # verdict cannot depend on an implementation, so they are demonstrations, the suite's own tests:
-# tests/demonstrations/test_efficient_variants.py (`pytest -m meta` runs them).
+# tests/demonstrations/test_efficient_variants.py (`pytest tests/demonstrations` runs them).
