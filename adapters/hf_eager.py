@@ -1,6 +1,6 @@
 """Hugging Face transformers' eager attention, `transformers.models.llama.modeling_llama.eager_attention_forward`
 (the plain softmax(QK^T * scaling + mask) V of LLaMA and the models copied from it), with its own mask
-pipeline (`transformers.masking_utils.eager_mask`; adapters/_hf_masks.py).
+pipeline (`transformers.masking_utils.eager_mask`; adapters/support/hf_masks.py).
 
 Conversions:
 
@@ -18,7 +18,7 @@ import torch
 from transformers.masking_utils import eager_mask
 from transformers.models.llama.modeling_llama import eager_attention_forward
 
-from adapters import _hf_masks as hf
+from adapters.support import hf_masks as hf
 
 BACKEND = "torch"
 DTYPES = ("float64", "float32")

@@ -1,5 +1,5 @@
 """Hugging Face transformers' SDPA attention, `transformers.integrations.sdpa_attention.sdpa_attention_forward`,
-with its own mask pipeline (`transformers.masking_utils.sdpa_mask`; adapters/_hf_masks.py).
+with its own mask pipeline (`transformers.masking_utils.sdpa_mask`; adapters/support/hf_masks.py).
 
 Conversions:
 
@@ -18,7 +18,7 @@ import torch
 from transformers.integrations.sdpa_attention import sdpa_attention_forward
 from transformers.masking_utils import sdpa_mask
 
-from adapters import _hf_masks as hf
+from adapters.support import hf_masks as hf
 
 BACKEND = "torch"
 DTYPES = ("float64", "float32")

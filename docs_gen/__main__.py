@@ -160,6 +160,24 @@ def _recorded_command(path: Path) -> str | None:
     return f.read_text().strip() if f.exists() else None
 
 
+def write_deterministic() -> None:
+    """Every page, fragment, notebook, download and figure that depends on the source alone (no run)."""
+    written = claims_pages.write_all(DOCS, FRAGMENTS)
+    for path, content in mask_explorer.outputs().items():
+        written.append(docs_gen.write_output(path, content))
+    shelved = [docs_gen.write_output(path, content) for path, content in notebooks.outputs().items()]
+    print(f"docs_gen: {len(shelved) - 1} chapter notebooks in {_shown(notebooks.OUT)}", flush=True)
+    for path, content in downloads.outputs().items():
+        docs_gen.write_output(path, content)
+    print(f"docs_gen: {len(written)} claim, pitfall and test-source pages", flush=True)
+    drawn = figures.write_all()  # deterministic: drawn from reference/ on every run
+    print(f"docs_gen: {len(drawn)} figures in {_shown(figures.FIGURE_DIR)}", flush=True)
+    ran = examples.write_all()  # each chapter's worked example, run and its output kept
+    print(f"docs_gen: {len(ran)} worked examples run into docs_gen/fragments/*.example.md", flush=True)
+    if kill_rate.write_fragment():
+        print(f"docs_gen: {_shown(kill_rate.FRAGMENT)} from {_shown(kill_rate.DATA)}", flush=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m docs_gen", description=__doc__)
     p.add_argument("--run", action="store_true",
@@ -202,20 +220,7 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.bug_feedback is not None:
         bug_feedback.run(args.bug_feedback or None)
-    written = claims_pages.write_all(DOCS, FRAGMENTS)
-    for path, content in mask_explorer.outputs().items():
-        written.append(docs_gen.write_output(path, content))
-    shelved = [docs_gen.write_output(path, content) for path, content in notebooks.outputs().items()]
-    print(f"docs_gen: {len(shelved) - 1} chapter notebooks in {_shown(notebooks.OUT)}", flush=True)
-    for path, content in downloads.outputs().items():
-        docs_gen.write_output(path, content)
-    print(f"docs_gen: {len(written)} claim, pitfall and test-source pages", flush=True)
-    drawn = figures.write_all()  # deterministic: drawn from reference/ on every run
-    print(f"docs_gen: {len(drawn)} figures in {_shown(figures.FIGURE_DIR)}", flush=True)
-    ran = examples.write_all()  # each chapter's worked example, run and its output kept
-    print(f"docs_gen: {len(ran)} worked examples run into docs_gen/fragments/*.example.md", flush=True)
-    if kill_rate.write_fragment():
-        print(f"docs_gen: {_shown(kill_rate.FRAGMENT)} from {_shown(kill_rate.DATA)}", flush=True)
+    write_deterministic()
 
     chapters, catalogue = claims.chapters(), claims.catalogue()
     if spec_report.exists():

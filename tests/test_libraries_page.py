@@ -32,7 +32,7 @@ def test_the_page_shows_the_matrix_the_questions_and_the_deviations():
 
 
 def test_adapter_names_select_modules_of_the_adapters_folder():
-    assert "pytorch_sdpa" in loader.adapter_names() and "_hf_masks" not in loader.adapter_names()
+    assert "pytorch_sdpa" in loader.adapter_names() and "hf_masks" not in loader.adapter_names() and "support" not in loader.adapter_names()
     assert loader.expand(["adapter:pytorch_sdpa,numpy_fast"]) == ["adapters.pytorch_sdpa", "numpy_fast"]
     assert set(loader.expand(["adapter:all"])) == {f"adapters.{n}" for n in loader.adapter_names()}
 
