@@ -18,6 +18,7 @@ import math
 import numpy as np
 
 from impls._mask_keywords import and_masks, extra_mask
+from impls._paged import as_contiguous
 from reference.checks import check_attention, check_layer_norm, check_multi_head, check_num_heads, check_rotary
 from reference.log_sum_exp import check_merge
 from reference.sinks import sink_column
@@ -344,3 +345,13 @@ def scaled_dot_product_attention_backward(dout, q, k, v, mask=None, is_causal=Fa
     dq = ds @ k  # (..., L_q, d_k)
     dk = np.swapaxes(ds, -1, -2) @ q  # (..., L_k, d_k)
     return _reduce_to(dq, q.shape), _reduce_to(dk, k.shape), _reduce_to(dv, v.shape)
+
+
+# --8<-- [start:paged_attention]
+def paged_attention(q, k_cache, v_cache, block_table, seq_lens, is_causal=False, scale=None):
+    """Attention of q (B, H, L_q, d_k) over each sequence's tokens in a paged cache (N, H_kv, S, d); (B, H, L_q, d_v).
+
+    The whole table is gathered at once into a padded (B, H, M·S, d) cache; a mask hides the slots past seq_lens."""
+    k, v, mask = as_contiguous(q, k_cache, v_cache, block_table, seq_lens, is_causal)
+    return scaled_dot_product_attention(q, k, v, mask=mask, scale=scale)
+# --8<-- [end:paged_attention]

@@ -23,6 +23,7 @@ import torch
 import torch.nn.functional as F
 
 from impls._mask_keywords import and_masks, extra_mask
+from impls._paged import as_contiguous
 from reference.checks import check_attention, check_layer_norm, check_multi_head, check_num_heads, check_rotary
 from reference.softcap import check_softcap
 
@@ -260,3 +261,13 @@ def t5_relative_position_bucket(relative_position, bidirectional=True, num_bucke
     log_ratio = torch.log(r.clamp(min=exact).double() / exact) / math.log(max_distance / exact)
     far = (exact + (log_ratio * (num_buckets - exact)).floor().long()).clamp(max=num_buckets - 1)
     return offset + torch.where(r < exact, r, far)
+
+
+# --8<-- [start:paged_attention]
+def paged_attention(q, k_cache, v_cache, block_table, seq_lens, is_causal=False, scale=None):
+    """Attention of q (B, H, L_q, d_k) over each sequence's tokens in a paged cache (N, H_kv, S, d); (B, H, L_q, d_v).
+
+    The whole table is gathered at once into a padded (B, H, M·S, d) cache; a mask hides the slots past seq_lens."""
+    k, v, mask = as_contiguous(q, k_cache, v_cache, block_table, seq_lens, is_causal)
+    return scaled_dot_product_attention(q, k, v, mask=mask, scale=scale)
+# --8<-- [end:paged_attention]

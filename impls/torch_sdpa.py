@@ -23,6 +23,7 @@ import torch
 import torch.nn.functional as F
 
 from impls._mask_keywords import and_masks, extra_mask
+from impls._paged import as_contiguous
 from reference.checks import check_attention, check_layer_norm, check_multi_head, check_num_heads
 
 BACKEND = "torch"
@@ -164,3 +165,13 @@ def sinusoidal_positional_encoding(length, d_model):
     pe[:, 0::2] = torch.sin(angle)
     pe[:, 1::2] = torch.cos(angle[:, : d_model // 2])  # odd D: the last column is a sin
     return pe
+
+
+# --8<-- [start:paged_attention]
+def paged_attention(q, k_cache, v_cache, block_table, seq_lens, is_causal=False, scale=None):
+    """Attention of q (B, H, L_q, d_k) over each sequence's tokens in a paged cache (N, H_kv, S, d); (B, H, L_q, d_v).
+
+    The whole table is gathered at once into a padded (B, H, M·S, d) cache; a mask hides the slots past seq_lens."""
+    k, v, mask = as_contiguous(q, k_cache, v_cache, block_table, seq_lens, is_causal)
+    return scaled_dot_product_attention(q, k, v, mask=mask, scale=scale)
+# --8<-- [end:paged_attention]

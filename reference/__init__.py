@@ -16,6 +16,7 @@ from reference.layer_norm_backward import layer_norm_backward
 from reference.log_sum_exp import merge_attention
 from reference.masks import causal_mask, padding_mask, visible
 from reference.multi_head import multi_head_attention
+from reference.paged_cache import paged_attention
 from reference.positional import sinusoidal_positional_encoding
 from reference.rotary import half_split_permutation, rotary_embedding, rotary_embedding_half_split
 from reference.t5_bias import relative_positions, t5_bias, t5_relative_position_bucket
@@ -37,6 +38,7 @@ __all__ = [
     "merge_heads",
     "multi_head_attention",
     "padding_mask",
+    "paged_attention",
     "relative_positions",
     "repeat_kv_heads",
     "rotary_embedding",

@@ -253,3 +253,149 @@ def test_flash_attention_with_peaked_scores_matches_naive(impl, seed, L, d, std)
 # Sliding window, Linformer, Performer and Reformer are the reference's algorithms (reference/): their
 # verdict cannot depend on an implementation, so they are demonstrations, the suite's own tests:
 # tests/demonstrations/test_efficient_variants.py (`pytest tests/demonstrations` runs them).
+
+
+# ============================================================================ EFF-6, EFF-7
+# A paged KV cache (reference/paged_cache.py; CONTRACT.md, "Paged KV caches"): the keys and values of
+# every sequence in blocks of one pool, found through block_table (B, M); seq_lens (B,) tokens each.
+#
+#     paged_attention(q, k_cache, v_cache, block_table, seq_lens, is_causal=False, scale=None) -> out
+#     q (B, H, L_q, d_k), k_cache (N, H_kv, S, d_k), v_cache (N, H_kv, S, d_v), out (B, H, L_q, d_v)
+#
+# Relations: a paged cache equals the contiguous one, wherever its blocks lie (EFF-6); decoding one
+# query equals the last row of a causal prefill, and a batch equals each sequence alone, paged or
+# left-padded (EFF-7). Without paged_attention these claims are "not implemented".
+PAGED = "paged_attention"
+
+
+@st.composite
+def paged_cases(draw, min_len: int = 0, L_q=st.integers(1, 3)):
+    """A contiguous cache k (B, H_kv, T, d_k), v (B, H_kv, T, d_v) holding seq_lens[b] tokens in row b,
+    queries q (B, H, L_q, d_k) with H = groups x H_kv, and a block size S."""
+    B, H_kv, groups = draw(st.integers(1, 3), label="B"), draw(st.integers(1, 2), label="H_kv"), draw(
+        st.integers(1, 2), label="H / H_kv")
+    L = draw(L_q, label="L_q")
+    lens = draw(st.lists(st.integers(max(min_len, 0), 9), min_size=B, max_size=B), label="seq_lens")
+    d, d_v, seed = draw(st.integers(1, 6), label="d_k"), draw(st.integers(1, 6), label="d_v"), draw(SEEDS, label="seed")
+    S = draw(st.integers(1, 4), label="block size")
+    T = max(max(lens), 1)
+    k, v = normal(seed, (B, H_kv, T, d)), normal(seed + 1, (B, H_kv, T, d_v))
+    q = normal(seed + 2, (B, H_kv * groups, L, d))
+    return q, k, v, np.array(lens, dtype=np.int64), S
+
+
+def _paged(k, v, lens, S, seed):
+    """The contiguous cache as a paged one, its blocks at random places in a pool whose unused slots hold noise."""
+    return reference.paged_cache.to_paged(k, v, lens, S, rng=np.random.default_rng(seed))
+
+
+def _alone(q_b, k_b, v_b, n):
+    """Sequence b's query heads (H, L_q, d) and its first n cached tokens, K/V heads repeated to H (GQA)."""
+    H = q_b.shape[0]
+    return q_b, reference.repeat_kv_heads(k_b[:, :n], H), reference.repeat_kv_heads(v_b[:, :n], H)
+
+
+def _table(lens, S, pool):
+    return f"seq_lens {lens.tolist()}, block size {S}, block_table {pool[2].tolist()}"
+
+
+# ---------------------------------------------------------------------------------- EFF-6
+@claim("EFF-6")
+@given(case=paged_cases(), placement=SEEDS, is_causal=st.booleans())
+def test_paged_attention_matches_the_reference(impl, case, placement, is_causal):
+    """Attention read through the block table is the reference's: blocks in table order, cut at seq_lens[b]."""
+    q, k, v, lens, S = case
+    check.oracle(impl, PAGED, q, *_paged(k, v, lens, S, placement), lens, is_causal=is_causal)
+
+
+@claim("EFF-6")
+@given(case=paged_cases(), placement=SEEDS, is_causal=st.booleans())
+def test_a_paged_cache_equals_the_contiguous_one(impl, case, placement, is_causal):
+    """Row b of paged attention equals the implementation's own attention over sequence b's first seq_lens[b]
+    tokens, laid out contiguously; a sequence with nothing cached outputs exactly 0."""
+    q, k, v, lens, S = case
+    pool = _paged(k, v, lens, S, placement)
+    out = impl.paged_attention(q, *pool, lens, is_causal=is_causal)
+    for b, n in enumerate(lens.tolist()):
+        if n == 0:
+            check.exactly(impl, out[b], np.zeros_like(out[b]), f"sequence {b} has no cached token: it outputs exactly 0")
+            continue
+        alone = impl.scaled_dot_product_attention(*_alone(q[b], k[b], v[b], n), is_causal=is_causal)
+        check.close(impl, out[b], alone, f"sequence {b} read through the block table ({_table(lens, S, pool)}) "
+                    f"equals attention over its {n} tokens stored contiguously", size=tolerance.attention_output_size(v))
+
+
+@claim("EFF-6")
+@given(case=paged_cases(), first=SEEDS, second=SEEDS)
+def test_where_the_blocks_lie_changes_nothing(impl, case, first, second):
+    """The same cache in two pools (blocks at other places, other noise in the slots no token fills): same output."""
+    q, k, v, lens, S = case
+    one, two = _paged(k, v, lens, S, first), _paged(k, v, lens, S, second)
+    check.close(impl, impl.paged_attention(q, *one, lens), impl.paged_attention(q, *two, lens),
+                f"the cache with block_table {one[2].tolist()} and with {two[2].tolist()} ({lens.tolist()} tokens, "
+                f"block size {S}) gives the same output", size=tolerance.attention_output_size(v))
+
+
+@claim("EFF-6")
+@given(case=paged_cases(min_len=1), placement=SEEDS)
+def test_a_seq_len_the_table_cannot_hold_raises_value_error(impl, case, placement):
+    """seq_lens[b] beyond the block table's M x S slots: ValueError naming seq_lens."""
+    q, k, v, lens, S = case
+    k_cache, v_cache, table = _paged(k, v, lens, S, placement)
+    too_long = lens.copy()
+    too_long[0] = table.shape[1] * S + 1
+    check.raises_value_error(impl, PAGED, (q, k_cache, v_cache, table, too_long), {}, names=["seq_len"],
+                             what=f"seq_lens {too_long.tolist()} with {table.shape[1]} blocks of {S} slots raises ValueError")
+
+
+# ---------------------------------------------------------------------------------- EFF-7
+@claim("EFF-7")
+@given(case=paged_cases(min_len=3, L_q=st.integers(2, 3)), placement=SEEDS)
+def test_decoding_equals_the_rows_of_a_causal_prefill(impl, case, placement):
+    """Prefill row i (causal, bottom-right) equals decoding query i alone (L_q = 1, causal) when the cache held
+    seq_lens - (L_q - 1 - i) tokens: the last row of the prefill is the next decode step."""
+    q, k, v, lens, S = case
+    k_cache, v_cache, table = _paged(k, v, lens, S, placement)
+    L_q = q.shape[2]
+    prefill = impl.paged_attention(q, k_cache, v_cache, table, lens, is_causal=True)
+    for i in range(L_q):
+        then = lens - (L_q - 1 - i)
+        step = impl.paged_attention(q[:, :, i:i + 1], k_cache, v_cache, table, then, is_causal=True)
+        check.close(impl, step[:, :, 0], prefill[:, :, i],
+                    f"decoding query {i} over seq_lens {then.tolist()} equals row {i} of the causal prefill of "
+                    f"{L_q} queries over seq_lens {lens.tolist()}", size=tolerance.attention_output_size(v))
+
+
+@claim("EFF-7")
+@given(case=paged_cases(), placement=SEEDS, is_causal=st.booleans())
+def test_a_batch_equals_each_sequence_alone(impl, case, placement, is_causal):
+    """Each row of a batch of sequences of different lengths equals that sequence run alone (B = 1)."""
+    q, k, v, lens, S = case
+    k_cache, v_cache, table = _paged(k, v, lens, S, placement)
+    batch = impl.paged_attention(q, k_cache, v_cache, table, lens, is_causal=is_causal)
+    for b in range(len(lens)):
+        alone = impl.paged_attention(q[b:b + 1], k_cache, v_cache, table[b:b + 1], lens[b:b + 1], is_causal=is_causal)
+        check.close(impl, batch[b], alone[0], f"sequence {b} of a batch with seq_lens {lens.tolist()} equals "
+                    f"the same sequence alone", size=tolerance.attention_output_size(v))
+
+
+@claim("EFF-7")
+@given(case=paged_cases(), noise=SEEDS)
+def test_a_left_padded_batch_equals_each_sequence_alone(impl, case, noise):
+    """A contiguous cache with each sequence at the right end (left padding, pads of noise hidden by a padding
+    mask), causal: row b equals sequence b alone, the mask and the bottom-right alignment agreeing."""
+    q, k, v, lens, _ = case
+    B, H_kv, T = k.shape[:3]
+    H = q.shape[1]
+    pad = np.random.default_rng(noise)
+    k_left, v_left = pad.standard_normal(k.shape), pad.standard_normal(v.shape)
+    for b, n in enumerate(lens.tolist()):
+        k_left[b, :, T - n:], v_left[b, :, T - n:] = k[b, :, :n], v[b, :, :n]
+    keep = np.arange(T) >= T - lens[:, None]  # (B, T): the last n_b slots hold sequence b
+    batch = check.oracle(impl, SDPA, q, reference.repeat_kv_heads(k_left, H), reference.repeat_kv_heads(v_left, H),
+                         mask=keep[:, None, None, :], is_causal=True)
+    for b, n in enumerate(lens.tolist()):
+        if n:
+            alone = impl.scaled_dot_product_attention(*_alone(q[b], k[b], v[b], n), is_causal=True)
+            check.close(impl, batch[b], alone, f"sequence {b} left-padded to {T} (seq_lens {lens.tolist()}) equals "
+                        f"its {n} tokens alone", size=tolerance.attention_output_size(v))

@@ -35,6 +35,7 @@ __all__ = [
     "layer_norm_backward",
     "scaled_dot_product_attention_backward",
     "merge_attention",
+    "paged_attention",
 ]
 
 
@@ -318,6 +319,67 @@ def merge_attention(out1, lse1, out2, lse2):
         lse = m + np.log(total)
     total = np.where(total > 0, total, 1)
     return (w1 / total)[..., None] * out1 + (w2 / total)[..., None] * out2, lse
+
+
+# ---------------------------------------------------------------------------
+# Paged KV cache: token t of sequence b is k_cache[block_table[b, t // S], :, t % S]
+# ---------------------------------------------------------------------------
+
+def _check_paged(q, k_cache, v_cache, block_table, seq_lens):
+    _require_ndim("q", q, 4)
+    if k_cache.ndim != 4 or v_cache.shape[:3] != k_cache.shape[:3] or k_cache.shape[-1] != q.shape[-1]:
+        raise ValueError(f"k_cache {k_cache.shape} and v_cache {v_cache.shape} must be (N, H_kv, S, d) "
+                         f"with the d_k of q {q.shape}")
+    if block_table.ndim != 2 or seq_lens.shape != (q.shape[0],) or block_table.shape[0] != q.shape[0]:
+        raise ValueError(f"block_table {block_table.shape} and seq_lens {seq_lens.shape} need a row per sequence")
+    if q.shape[1] % k_cache.shape[1]:
+        raise ValueError(f"q's {q.shape[1]} heads are not a multiple of the cache's {k_cache.shape[1]}")
+    capacity = block_table.shape[1] * k_cache.shape[2]
+    if seq_lens.size and (seq_lens.min() < 0 or seq_lens.max() > capacity):
+        raise ValueError(f"seq_lens {seq_lens.tolist()} must lie in 0 .. {capacity}")
+    if block_table.size and (block_table.min() < 0 or block_table.max() >= k_cache.shape[0]):
+        raise ValueError(f"block_table {block_table.tolist()} names blocks outside 0 .. {k_cache.shape[0] - 1}")
+
+
+def _blocks_of(table_row, seq_len, block_size):
+    """The pool blocks that hold tokens 0 .. seq_len - 1 of one sequence, in token order."""
+    return [int(table_row[n]) for n in range(-(-seq_len // block_size))]
+
+
+def _sequence_cache(cache, table_row, seq_len):
+    """One sequence's keys or values, contiguous: (H_kv, seq_len, d)."""
+    blocks = [cache[n] for n in _blocks_of(table_row, seq_len, cache.shape[2])]
+    if not blocks:
+        return np.zeros((cache.shape[1], 0, cache.shape[3]), dtype=cache.dtype)
+    return np.concatenate(blocks, axis=1)[:, :seq_len]
+
+
+def _cached_length(seq_len):
+    """How many tokens of the sequence the cache holds."""
+    return seq_len
+
+
+def _paged_causal(L_q, seq_len):
+    """(L_q, seq_len): query i, the last L_q positions of the sequence, sees token j <= i + seq_len - L_q."""
+    return np.arange(seq_len)[None, :] <= np.arange(L_q)[:, None] + (seq_len - L_q)
+
+
+def paged_attention(q, k_cache, v_cache, block_table, seq_lens, is_causal=False, scale=None):
+    """Attention of q (B, H, L_q, d_k) over each sequence's tokens in a paged cache (N, H_kv, S, d)."""
+    q, k_cache, v_cache = np.asarray(q), np.asarray(k_cache), np.asarray(v_cache)
+    block_table, seq_lens = np.asarray(block_table), np.asarray(seq_lens)
+    _check_paged(q, k_cache, v_cache, block_table, seq_lens)
+    B, H, L_q = q.shape[:3]
+    group = H // k_cache.shape[1]
+    out = np.zeros((B, H, L_q, v_cache.shape[-1]), dtype=np.result_type(q, v_cache))
+    for b in range(B):
+        n = _cached_length(int(seq_lens[b]))
+        k = np.repeat(_sequence_cache(k_cache, block_table[b], n), group, axis=0)  # (H, n, d_k)
+        v = np.repeat(_sequence_cache(v_cache, block_table[b], n), group, axis=0)  # (H, n, d_v)
+        if k.shape[1]:
+            causal = _paged_causal(L_q, k.shape[1]) if is_causal else None
+            out[b] = scaled_dot_product_attention(q[b], k, v, mask=causal, scale=scale)
+    return out
 
 
 # ---------------------------------------------------------------------------
