@@ -10,7 +10,7 @@ of the last block, the table's unused entries) are read but hidden, so they get 
 The shapes and indices are checked by the reference's own check (ValueError naming them).
 """
 
-from reference.paged_cache import check_paged
+from reference.checks import check_paged
 
 
 def as_contiguous(q, k_cache, v_cache, block_table, seq_lens, is_causal):

@@ -18,6 +18,7 @@ import math
 import numpy as np
 
 from impls._mask_keywords import and_masks, extra_mask
+from impls._head_keywords import head_keywords
 from impls._paged import as_contiguous
 from reference.checks import check_attention, check_layer_norm, check_multi_head, check_num_heads, check_rotary
 from reference.log_sum_exp import check_merge
@@ -194,7 +195,8 @@ def _to_heads(y, n, H, d_k):
 
 
 # --8<-- [start:multi_head_attention]
-def multi_head_attention(query, key, value, weights, num_heads, mask=None, is_causal=False, num_kv_heads=None):
+def multi_head_attention(query, key, value, weights, num_heads, mask=None, is_causal=False, num_kv_heads=None,
+                         window_size=None, q_segment_ids=None, kv_segment_ids=None, softcap=None, sinks=None):
     """Concat(head_1..head_H) W^O + b_O; query (B, L_q, D), key/value (B, L_k, D) -> (B, L_q, D).
 
     num_kv_heads = G < H (grouped-query attention): W^K, W^V are (D, G*d_k) and query head h
@@ -220,6 +222,11 @@ def multi_head_attention(query, key, value, weights, num_heads, mask=None, is_ca
             (k,) = _to_heads(_linear(key, w_k, b_k), 1, G, d_k)  # (B, G, L_k, d_k)
             (v,) = _to_heads(_linear(value, w_v, b_v), 1, G, d_k)  # (B, G, L_k, d_k)
 
+    later = head_keywords(window_size, q_segment_ids, kv_segment_ids, softcap, sinks)
+    if later:  # a later chapter's keyword: every head through this module's attention, K/V heads repeated
+        k, v = (np.repeat(t, r, axis=1) if r > 1 else t for t in (k, v))  # (B, H, L_k, d_k)
+        heads = scaled_dot_product_attention(q, k, v, mask=mask, is_causal=is_causal, **later)  # (B, H, L_q, d_k)
+        return _linear(heads.transpose(0, 2, 1, 3).reshape(B, L_q, D), w_o, b_o)  # (B, L_q, D)
     # 2) attend, all heads in one batched matmul; the scale goes into q (L_q x d_k numbers,
     # our own copy) rather than into the L_q x L_k scores
     q *= 1.0 / math.sqrt(d_k)

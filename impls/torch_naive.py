@@ -23,6 +23,7 @@ import torch
 import torch.nn.functional as F
 
 from impls._mask_keywords import and_masks, extra_mask
+from impls._head_keywords import head_keywords
 from impls._paged import as_contiguous
 from reference.checks import check_attention, check_layer_norm, check_multi_head, check_num_heads, check_rotary
 from reference.softcap import check_softcap
@@ -171,7 +172,8 @@ def _linear(x, w, b):
     return y if b is None else y + b
 
 
-def multi_head_attention(query, key, value, weights, num_heads, mask=None, is_causal=False, num_kv_heads=None):
+def multi_head_attention(query, key, value, weights, num_heads, mask=None, is_causal=False, num_kv_heads=None,
+                         window_size=None, q_segment_ids=None, kv_segment_ids=None, softcap=None, sinks=None):
     """Concat(head_1..head_H) W^O + b_O; query (B, L_q, D), key/value (B, L_k, D) -> (B, L_q, D).
 
     num_kv_heads = G (grouped-query attention): W^K, W^V are (D, G*d_k); each K/V head is
@@ -195,8 +197,13 @@ def multi_head_attention(query, key, value, weights, num_heads, mask=None, is_ca
         V = V.repeat_interleave(num_heads // G, dim=1)  # (B, H, L_k, d_k)
 
     # 3) attend: the mask broadcasts to (B, H, L_q, L_k)
-    p = _attention_weights(Q, K, _visible(mask, is_causal, L_q, L_k, query.device), 1.0 / math.sqrt(d_k))
-    out = torch.matmul(p, V)  # (B, H, L_q, L_k) @ (B, H, L_k, d_k) -> (B, H, L_q, d_k)
+    later = head_keywords(window_size, q_segment_ids, kv_segment_ids, softcap, sinks)
+    if later:  # a later chapter's keyword: each head through this module's attention, which takes it
+        out = scaled_dot_product_attention(Q, K, V, mask=mask, is_causal=is_causal, **later)  # (B, H, L_q, d_k)
+    else:
+        p = _attention_weights(Q, K, _visible(mask, is_causal, L_q, L_k, query.device), 1.0 / math.sqrt(d_k))
+        out = torch.matmul(p, V)  # (B, H, L_q, L_k) @ (B, H, L_k, d_k) -> (B, H, L_q, d_k)
+
 
     # 4) merge heads along the features: (B, H, L_q, d_k) -> (B, L_q, H, d_k) -> (B, L_q, D)
     out = out.transpose(1, 2).contiguous().view(B, L_q, D)  # (B, L_q, D)

@@ -23,6 +23,7 @@ import torch
 import torch.nn.functional as F
 
 from impls._mask_keywords import and_masks, extra_mask
+from impls._head_keywords import head_keywords
 from impls._paged import as_contiguous
 from reference.checks import check_attention, check_layer_norm, check_multi_head, check_num_heads
 
@@ -117,7 +118,8 @@ def _linear(x, w, b):
 
 
 # --8<-- [start:multi_head_attention]
-def multi_head_attention(query, key, value, weights, num_heads, mask=None, is_causal=False, num_kv_heads=None):
+def multi_head_attention(query, key, value, weights, num_heads, mask=None, is_causal=False, num_kv_heads=None,
+                         window_size=None, q_segment_ids=None, kv_segment_ids=None):
     """Concat(head_1..head_H) W^O + b_O; query (B, L_q, D), key/value (B, L_k, D) -> (B, L_q, D).
 
     num_kv_heads = G < H: W^K, W^V are (D, G*d_k), and the kernel's `enable_gqa` lets query
@@ -132,6 +134,9 @@ def multi_head_attention(query, key, value, weights, num_heads, mask=None, is_ca
     k = _linear(key, weights["w_k"], weights.get("b_k")).view(B, L_k, G, d_k).transpose(1, 2)  # (B, G, L_k, d_k)
     v = _linear(value, weights["w_v"], weights.get("b_v")).view(B, L_k, G, d_k).transpose(1, 2)  # (B, G, L_k, d_k)
     # 2) attend with the fused kernel; the mask broadcasts to (B, H, L_q, L_k)
+    later = head_keywords(window_size, q_segment_ids, kv_segment_ids)  # segment ids (B, 1, L): a head axis
+    mask = _with_keywords(q, mask, L_q, L_k, later.get("window_size"), later.get("q_segment_ids"),
+                          later.get("kv_segment_ids"))  # the user's mask AND the window AND the documents
     heads = _attend(q, k, v, mask, is_causal, 1.0 / math.sqrt(d_k), enable_gqa=G != H)  # (B, H, L_q, d_k)
     # 3) concat along features, then W^O
     concat = heads.transpose(1, 2).reshape(B, L_q, D)  # (B, L_q, H*d_k)

@@ -20,6 +20,8 @@ W^K and W^V are D × G·d_k and query head h reads K/V head h // (H / G).
 passed in: the same formula on other parts (an implementation's own, to judge it by).
 """
 
+import numpy as np
+
 from reference.attention import scaled_dot_product_attention
 from reference.checks import check_multi_head
 from reference.grouped_query import repeat_kv_heads
@@ -33,9 +35,14 @@ def _project(x, w, b):
 
 
 # --8<-- [start:multi_head_attention]
-def multi_head_attention(query, key, value, weights, num_heads, mask=None, is_causal=False, num_kv_heads=None):
-    """Concat(head_1..head_H) W^O + b_O; query (B, L_q, D), key/value (B, L_k, D) -> (B, L_q, D)."""
+def multi_head_attention(query, key, value, weights, num_heads, mask=None, is_causal=False, num_kv_heads=None,
+                         window_size=None, q_segment_ids=None, kv_segment_ids=None, softcap=None, sinks=None):
+    """Concat(head_1..head_H) W^O + b_O; query (B, L_q, D), key/value (B, L_k, D) -> (B, L_q, D).
+
+    window_size, softcap, sinks (H,) and segment ids (B, L_q), (B, L_k) reach every head's attention as they are
+    (reference.mask_algebra, reference.softcap, reference.sinks): see head_keywords."""
     _, G = check_multi_head(query, key, value, weights, num_heads, mask, num_kv_heads)
+    later = head_keywords(window_size, q_segment_ids, kv_segment_ids, softcap, sinks)
     # 1) project: one fused D x D matrix holds all H heads' D x d_k blocks (D x G*d_k for K, V)
     q = _project(query, weights["w_q"], weights.get("b_q"))  # (B, L_q, D)
     k = _project(key, weights["w_k"], weights.get("b_k"))  # (B, L_k, G*d_k)
@@ -44,13 +51,28 @@ def multi_head_attention(query, key, value, weights, num_heads, mask=None, is_ca
     q = split_heads(q, num_heads)  # (B, H, L_q, d_k)
     k, v = (repeat_kv_heads(split_heads(t, G), num_heads) for t in (k, v))  # (B, G, L_k, d_k) -> (B, H, L_k, d_k)
     # 3) attend, every head at once; the mask broadcasts to (B, H, L_q, L_k)
-    heads = scaled_dot_product_attention(q, k, v, mask=mask, is_causal=is_causal)  # (B, H, L_q, d_k)
+    heads = scaled_dot_product_attention(q, k, v, mask=mask, is_causal=is_causal, **later)  # (B, H, L_q, d_k)
     # 4) concat along features, then W^O maps H*d_k back to D
     return _project(merge_heads(heads), weights["w_o"], weights.get("b_o"))  # (B, L_q, D)
 # --8<-- [end:multi_head_attention]
 
 
+# --8<-- [start:head_keywords]
+def head_keywords(window_size=None, q_segment_ids=None, kv_segment_ids=None, softcap=None, sinks=None) -> dict:
+    """The later chapters' keywords as each head's scaled_dot_product_attention takes them (only those given).
+
+    The window and the cap are the same for every head; sinks are one logit per head, (H,), which broadcasts
+    against the heads' (B, H) leading dims; segment ids are one per token, (B, L), and gain a head axis,
+    (B, 1, L), so that they broadcast against (B, H) too."""
+    given = dict(window_size=window_size, softcap=softcap, sinks=sinks)
+    for name, ids in (("q_segment_ids", q_segment_ids), ("kv_segment_ids", kv_segment_ids)):
+        given[name] = None if ids is None else np.asarray(ids)[..., None, :]  # (B, L) -> (B, 1, L)
+    return {name: value for name, value in given.items() if value is not None}
+# --8<-- [end:head_keywords]
+
+
 def multi_head_attention_from(query, key, value, weights, num_heads, mask=None, is_causal=False, num_kv_heads=None,
+                              window_size=None, q_segment_ids=None, kv_segment_ids=None, softcap=None, sinks=None,
                               *, scaled_dot_product_attention=scaled_dot_product_attention, split_heads=split_heads,
                               merge_heads=merge_heads):
     """multi_head_attention's four steps on the attention, split and merge given (by default the reference's own:
@@ -62,5 +84,6 @@ def multi_head_attention_from(query, key, value, weights, num_heads, mask=None, 
     v = _project(value, weights["w_v"], weights.get("b_v"))  # (B, L_k, G*d_k)
     q = split_heads(q, num_heads)  # (B, H, L_q, d_k)
     k, v = (repeat_kv_heads(split_heads(t, G), num_heads) for t in (k, v))  # (B, H, L_k, d_k)
-    heads = scaled_dot_product_attention(q, k, v, mask=mask, is_causal=is_causal)  # (B, H, L_q, d_k)
+    later = head_keywords(window_size, q_segment_ids, kv_segment_ids, softcap, sinks)
+    heads = scaled_dot_product_attention(q, k, v, mask=mask, is_causal=is_causal, **later)  # (B, H, L_q, d_k)
     return _project(merge_heads(heads), weights["w_o"], weights.get("b_o"))  # (B, L_q, D)

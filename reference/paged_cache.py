@@ -23,11 +23,10 @@ FlashInfer takes either ("NHD" or "HND"); vLLM's original paged-attention kernel
 for its memory reads ((N, H_kv, d/x, S, x) for keys).
 """
 
-import numbers
-
 import numpy as np
 
 from reference.attention import scaled_dot_product_attention
+from reference.checks import check_paged
 from reference.grouped_query import repeat_kv_heads
 
 
@@ -58,36 +57,6 @@ def paged_attention(q, k_cache, v_cache, block_table, seq_lens, is_causal=False,
             out[b] = scaled_dot_product_attention(q[b], k, v, is_causal=is_causal, scale=scale)
     return out
 # --8<-- [end:paged_attention]
-
-
-def check_paged(q, k_cache, v_cache, block_table, seq_lens) -> None:
-    """Shapes and indices of a paged cache (the module docstring's); ValueError naming what is wrong."""
-    shapes = {n: np.shape(x) for n, x in dict(q=q, k_cache=k_cache, v_cache=v_cache, block_table=block_table,
-                                               seq_lens=seq_lens).items()}
-    wanted = dict(q=4, k_cache=4, v_cache=4, block_table=2, seq_lens=1)
-    for name, ndim in wanted.items():
-        if len(shapes[name]) != ndim:
-            raise ValueError(f"{name} must have {ndim} dimensions, got shape {shapes[name]}")
-    (B, H, _, d_k), (N, H_kv, S, d), (M,) = shapes["q"], shapes["k_cache"], shapes["block_table"][1:]
-    if shapes["v_cache"][:3] != (N, H_kv, S) or d != d_k:
-        raise ValueError(f"k_cache {shapes['k_cache']} and v_cache {shapes['v_cache']} must be (N, H_kv, S, d) with "
-                         f"the same N, H_kv, S, and d_k = {d_k} as q {shapes['q']}")
-    if H_kv < 1 or H % H_kv:
-        raise ValueError(f"q's {H} heads must be a multiple of the cache's {H_kv} K/V heads")
-    if shapes["block_table"][0] != B or shapes["seq_lens"][0] != B:
-        raise ValueError(f"block_table {shapes['block_table']} and seq_lens {shapes['seq_lens']} need one row per "
-                         f"sequence of q {shapes['q']} (B = {B})")
-    for name, x in (("block_table", block_table), ("seq_lens", seq_lens)):
-        x = np.asarray(x)
-        if x.size and not (np.issubdtype(x.dtype, np.integer) or all(isinstance(v, numbers.Integral) for v in x.flat)):
-            raise ValueError(f"{name} must hold integers, got dtype {x.dtype}")
-    lens = np.asarray(seq_lens).astype(np.int64)
-    if lens.size and (lens.min() < 0 or lens.max() > M * S):
-        raise ValueError(f"seq_lens {lens.tolist()} must lie in 0 .. {M * S} (block_table's {M} blocks of {S} slots)")
-    table = np.asarray(block_table).astype(np.int64)
-    if table.size and (table.min() < 0 or table.max() >= N):
-        bad = sorted(set(table[(table < 0) | (table >= N)].tolist()))
-        raise ValueError(f"block_table holds blocks {bad}, but the pool (k_cache, v_cache) has blocks 0 .. {N - 1}")
 
 
 # --8<-- [start:to_paged]

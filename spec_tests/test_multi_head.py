@@ -403,3 +403,57 @@ def test_kv_cache_shrinks_by_heads_over_groups(H, G):
     _, cache = reference.decode(x, mha_weights(1, D, True, kv_dim=G * d_k), H, num_kv_heads=G, prefill=3)
     assert cache.keys.shape == (B, G, T, d_k)
     assert cache.size == 2 * B * G * T * d_k == (2 * B * H * T * d_k) // (H // G)
+
+
+# ---------------------------------------------------------------------------------- MHA-10
+# The later chapters' keywords reach every head (CONTRACT.md, "Multi-head attention passes them through"):
+# window_size and softcap as given, sinks (H,) one per head, segment ids one per token, (B, L_q) and (B, L_k).
+@st.composite
+def head_keyword_cases(draw):
+    """A multi-head problem (padding mask or none, causal or not) and one later keyword, by name."""
+    case = draw(mha_cases(masked=None, causal=None, max_heads=3))
+    which = draw(st.sampled_from(["window_size", "segment_ids", "softcap", "sinks"]), label="keyword")
+    if which == "window_size":
+        side = st.one_of(st.none(), st.integers(0, 3))
+        return case, {"window_size": (draw(side, label="left"), draw(side, label="right"))}
+    if which == "softcap":
+        return case, {"softcap": draw(st.sampled_from([0.5, 2.0, 10.0]), label="cap")}
+    if which == "sinks":
+        return case, {"sinks": normal(case.seed + 7, (case.num_heads,), scale=2.0)}
+    ids = lambda L: np.sort(np.random.default_rng(case.seed + L).integers(0, 3, (case.B, L)), axis=-1)  # noqa: E731
+    return case, {"q_segment_ids": ids(case.L_q), "kv_segment_ids": ids(case.L_k)}
+
+
+def _per_head(keywords):
+    """The keywords as each head's scaled_dot_product_attention takes them: segment ids gain a head axis."""
+    return {n: (a[:, None, :] if n.endswith("segment_ids") else a) for n, a in keywords.items()}
+
+
+@claim("MHA-10")
+@given(example=head_keyword_cases())
+def test_mha_passes_the_later_keywords_to_every_head(impl, example):
+    """multi_head_attention with window_size, segment ids, softcap or sinks equals the reference's."""
+    c, keywords = example
+    check.oracle(impl, MHA, c.query, c.key, c.value, c.weights, c.num_heads, mask=c.mask, is_causal=c.is_causal,
+                 **keywords)
+
+
+@claim("MHA-10")
+@given(example=head_keyword_cases())
+def test_mha_with_a_keyword_equals_its_heads_given_it(impl, example):
+    """The keyword on multi_head_attention equals the four steps with each head's attention given the keyword
+    (the implementation's own scaled_dot_product_attention, segment ids with a head axis, (B, 1, L))."""
+    c, keywords = example
+    out = impl.multi_head_attention(c.query, c.key, c.value, c.weights, c.num_heads, mask=c.mask,
+                                    is_causal=c.is_causal, **keywords)
+    each = _per_head(keywords)
+
+    def heads(q, k, v, mask=None, is_causal=False):
+        return impl.scaled_dot_product_attention(q, k, v, mask=mask, is_causal=is_causal, **each)
+
+    composed = reference.multi_head.multi_head_attention_from(c.query, c.key, c.value, c.weights, c.num_heads,
+                                                              mask=c.mask, is_causal=c.is_causal,
+                                                              scaled_dot_product_attention=heads)
+    check.close(impl, out, composed, f"multi_head_attention(..., {', '.join(keywords)}) equals its heads' attention "
+                f"given {', '.join(each)}", size=tolerance.multi_head_size(c.query, c.key, c.value, c.weights,
+                                                                            c.num_heads))

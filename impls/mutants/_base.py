@@ -446,15 +446,25 @@ def _kv_head_of(num_heads, num_kv_heads):
     return np.arange(num_heads) // (num_heads // num_kv_heads)
 
 
-def multi_head_attention(query, key, value, weights, num_heads, mask=None, is_causal=False, num_kv_heads=None):
+def multi_head_attention(query, key, value, weights, num_heads, mask=None, is_causal=False, num_kv_heads=None,
+                         window_size=None, q_segment_ids=None, kv_segment_ids=None, softcap=None, sinks=None):
     query, key, value = np.asarray(query), np.asarray(key), np.asarray(value)
     G = _check_mha(query, key, value, weights, num_heads, num_kv_heads)
     q = split_heads(_project(query, weights, "q"), num_heads)
     share = _kv_head_of(num_heads, G)
     k = split_heads(_project(key, weights, "k"), G)[..., share, :, :]
     v = split_heads(_project(value, weights, "v"), G)[..., share, :, :]
-    heads = scaled_dot_product_attention(q, k, v, mask=mask, is_causal=is_causal)
+    later = _head_keywords(window_size, q_segment_ids, kv_segment_ids, softcap, sinks)
+    heads = scaled_dot_product_attention(q, k, v, mask=mask, is_causal=is_causal, **later)
     return _project(merge_heads(heads), weights, "o")
+
+
+def _head_keywords(window_size, q_segment_ids, kv_segment_ids, softcap, sinks):
+    """The later keywords given, as each head takes them: segment ids (B, L) gain a head axis, (B, 1, L)."""
+    given = dict(window_size=window_size, softcap=softcap, sinks=sinks)
+    for name, ids in (("q_segment_ids", q_segment_ids), ("kv_segment_ids", kv_segment_ids)):
+        given[name] = None if ids is None else np.asarray(ids)[..., None, :]
+    return {name: value for name, value in given.items() if value is not None}
 
 
 # ---------------------------------------------------------------------------
