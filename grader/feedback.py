@@ -13,7 +13,8 @@
 Failures are grouped by cause, so one bug is reported once with the claims it affects listed
 under it. The cause of a failure is, in this order: a required dtype the submission does not
 declare; a function not written yet; a function the rubric does not allow; a call that ran out of
-time; a known bug (spec_tests/harness/diagnosis.py); results right to only a few digits in float64
+time; a known bug (spec_tests/harness/diagnosis.py: named for this claim, or named for another claim
+and explaining this failure too, which is the same cause); results right to only a few digits in float64
 (a computation in lower precision); an exception on valid input; otherwise the function whose
 values are wrong, or the first line of the message. Wrong values of a function that also has a
 known bug diagnosed (in another dtype, say) are counted under that known bug.
@@ -45,7 +46,9 @@ MAX_VALUES = 700  # characters of input values shown; larger inputs are shown by
 FUNCTIONS = CONTRACT_FUNCTIONS + ("rotary_embedding", "t5_relative_position_bucket", "layer_norm_backward",
                                   "scaled_dot_product_attention_backward")
 EXAMPLE = re.compile(r"^(Falsifying|Failing)( explicit)? (example|test case)")
-KEYS = ("check", "input", "problem", "likely cause")
+KEYS = ("check", "input", "problem", "likely cause", "looks like")
+# The diagnosis's line for a failure explained by a bug it named for another claim (diagnosis.NAMED)
+ALREADY_NAMED = re.compile(r"^the known bug already named for [A-Z0-9, -]+? explains this failure too: ")
 HEADER = re.compile(r"^[A-Z]+-\d+ does not hold")
 ERROR = re.compile(r"largest error ([0-9.eE+-]+)")  # a long message may be cut after it
 
@@ -131,8 +134,8 @@ def classify(record: dict) -> tuple[tuple, str, str, str]:
     if re.search(r"did not return|ran past|time limit|test_timeout|timed out", message):
         return ("time", fn), "time", f"{shown} did not return in time", fn
     cause = re.search(r"likely cause: (.+)", message)
-    if cause:
-        text = cause.group(1).strip().removeprefix("this matches a known bug: ")
+    if cause:  # a bug named here, or one named for another claim that explains this failure too: one cause
+        text = ALREADY_NAMED.sub("", cause.group(1).strip().removeprefix("this matches a known bug: "))
         return ("known bug", text), "known bug", f"this matches a known bug: {text}", fn
     error = ERROR.search(message)
     if error and record.get("dtype") == "float64":
@@ -409,6 +412,8 @@ def markdown(grade: Grade) -> str:
         lines.append("")
     if hidden_somewhere:
         lines += ["More claims are graded but not shown here yet.", ""]
+    if grade.leaderboard is not None:  # the rubric's optional leaderboard (grader/leaderboard.py)
+        lines += [grade.leaderboard.text(), ""]
     lines += ["Run a claim's tests yourself from the repository: "
               f"`pytest --impl {grade.run.entry} --claim ID`.", ""]
     return "\n".join(lines).rstrip() + "\n"

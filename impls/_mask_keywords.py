@@ -53,3 +53,30 @@ def and_masks(a, b):
     if b is None:
         return a
     return a & b
+
+
+def values_no_query_sees_zeroed(v, mask, is_causal, L_q, L_k):
+    """v (..., L_k, d_v) with the value of every key that no query of its slice may see set to 0.
+
+        V'[j] = 0  where  not any_i (mask AND causal)[i, j]        (padding, a hidden column)
+
+    A weight of exactly 0 does not remove a NaN or inf value: 0 · NaN = NaN inside P V (or a tile's
+    P_b V_b). Zeroing such values first keeps what sits at hidden positions out of every output
+    (CONTRACT.md, "Poison at hidden positions"). `mask` None: every key is seen, v is returned as is.
+    """
+    if mask is None:
+        return v
+    is_torch = type(v).__module__.startswith("torch")
+    if is_torch:
+        import torch as xp
+
+        arange = (lambda n: xp.arange(n, device=v.device))
+    else:
+        import numpy as xp
+
+        arange = xp.arange
+    visible = mask if len(mask.shape) >= 2 else mask[None, :]  # (..., L_q or 1, L_k)
+    if is_causal:
+        visible = visible & (arange(L_k)[None, :] <= arange(L_q)[:, None] + (L_k - L_q))  # bottom-right
+    unseen = ~visible.any(-2)[..., None]  # (..., L_k, 1): no query of the slice sees key j
+    return xp.where(unseen, xp.zeros((), dtype=v.dtype) if is_torch else v.dtype.type(0), v)

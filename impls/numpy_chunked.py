@@ -39,7 +39,7 @@ import numpy as np
 from impls._heads import multi_head
 from impls._tiling import TilePlan, block_sizes
 from impls.numpy_fast import layer_norm, merge_heads, sinusoidal_positional_encoding, split_heads
-from impls._mask_keywords import and_masks, extra_mask
+from impls._mask_keywords import and_masks, extra_mask, values_no_query_sees_zeroed
 from reference.checks import check_attention, check_multi_head
 
 BACKEND = "numpy"
@@ -90,7 +90,7 @@ def _new_max(m, s):
     exp(-inf - 0) = 0 instead of exp(-inf + inf) = NaN, and m' itself stays -inf, so the
     next block's max is the true one (a stand-in 0 would underflow rows of very negative scores).
     """
-    m_new = np.maximum(m, s.max(axis=-1, keepdims=True))  # (*lead, bq, 1)
+    m_new = np.maximum(m, s.max(axis=-1, keepdims=True, initial=-np.inf))  # (*lead, bq, 1)
     return m_new, np.where(np.isneginf(m_new), 0.0, m_new).astype(m.dtype, copy=False)
 
 
@@ -198,6 +198,7 @@ def scaled_dot_product_attention(q, k, v, mask=None, is_causal=False, scale=None
     window_size and segment ids become one (L_q, L_k) mask ANDed with `mask` (correct, not O(L) in memory)."""
     check_attention(q, k, v, mask=mask)
     mask = and_masks(mask, extra_mask(q, q.shape[-2], k.shape[-2], window_size, q_segment_ids, kv_segment_ids))
+    v = values_no_query_sees_zeroed(v, mask, is_causal, q.shape[-2], k.shape[-2])  # 0 · NaN is NaN in a tile
     tiles = _Tiles(q, k, mask, is_causal, block_q, block_k, v)
     return _attend(tiles, _scale(q.shape[-1], scale), np.result_type(q, k, v))  # (..., L_q, d_v)
 

@@ -77,7 +77,8 @@ def scaled_dot_product_attention(q, k, v, mask=None, is_causal=False, scale=None
     """softmax(Q K^T * scale + bias) V; q (..., L_q, d_k), k (..., L_k, d_k), v (..., L_k, d_v) -> (..., L_q, d_v)."""
     check_attention(q, k, v, mask=mask, bias=bias)
     p = attention_weights(q, k, mask=mask, is_causal=is_causal, scale=scale, bias=bias)  # (..., L_q, L_k)
-    return p @ v  # (..., L_q, L_k) @ (..., L_k, d_v) -> (..., L_q, d_v)
+    unseen = (p == 0).all(axis=-2)[..., None]  # (..., L_k, 1): keys no query weighs (0 · NaN would be NaN)
+    return p @ np.where(unseen, v.dtype.type(0), v)  # (..., L_q, L_k) @ (..., L_k, d_v) -> (..., L_q, d_v)
 
 
 def split_heads(x, num_heads):

@@ -36,7 +36,7 @@ import torch
 import torch.nn.functional as F
 
 from impls._heads import multi_head
-from impls._mask_keywords import and_masks, extra_mask
+from impls._mask_keywords import and_masks, extra_mask, values_no_query_sees_zeroed
 from impls._tiling import TilePlan, block_sizes
 from impls.torch_sdpa import layer_norm, merge_heads, sinusoidal_positional_encoding, split_heads
 from reference.checks import check_attention, check_multi_head
@@ -275,6 +275,7 @@ def scaled_dot_product_attention(q, k, v, mask=None, is_causal=False, scale=None
     """
     check_attention(q, k, v, mask=mask)
     mask = and_masks(mask, extra_mask(q, q.shape[-2], k.shape[-2], window_size, q_segment_ids, kv_segment_ids))
+    v = values_no_query_sees_zeroed(v, mask, is_causal, q.shape[-2], k.shape[-2])  # 0 · NaN is NaN in a tile
     tiles = _Tiles(q, k, mask, is_causal, block_q, block_k, v)
     return _sdpa(tiles, _scale(q.shape[-1], scale), _needs_grad(q, k, v), fast)
 

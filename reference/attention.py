@@ -37,7 +37,7 @@ def masked_softmax(scores: np.ndarray, allowed: np.ndarray) -> np.ndarray:
         m_i     = max_{j allowed} S[i, j]     (each row stabilised by its own maximum)
     """
     s = np.where(allowed, scores, -np.inf)  # (..., L_q, L_k), hidden keys at -inf
-    m = s.max(axis=-1, keepdims=True)  # (..., L_q, 1)
+    m = s.max(axis=-1, keepdims=True, initial=-np.inf)  # (..., L_q, 1); -inf for a row of no keys (L_k = 0)
     m = np.where(np.isfinite(m), m, 0.0)  # a row with no visible key: avoid -inf - -inf
     e = np.exp(s - m)  # exp(-inf) = 0 exactly for hidden keys
     z = e.sum(axis=-1, keepdims=True)  # (..., L_q, 1)
@@ -70,6 +70,21 @@ def attention_weights(q, k, mask=None, is_causal=False, scale=None, bias=None, w
 # --8<-- [end:attention_weights]
 
 
+# --8<-- [start:unseen_values_zeroed]
+def unseen_values_zeroed(p: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """V with the rows of keys that no query weighs replaced by 0, so that poison there never reaches P V.
+
+        V'[j] = 0   if P[i, j] = 0 for every query i of the slice   (padding, a fully hidden column)
+        V'[j] = V[j] otherwise
+
+    P V sums P[i, j] V[j] over the keys, and 0 · NaN = 0 · inf = NaN: a weight of exactly 0 does not
+    remove a NaN or inf value on its own. A key some query sees keeps its value (CONTRACT.md, "Poison").
+    """
+    unseen = (p == 0).all(axis=-2)[..., None]  # (..., L_k, 1): no query of the slice weighs key j
+    return np.where(unseen, 0.0, v).astype(v.dtype, copy=False)  # (..., L_k, d_v)
+# --8<-- [end:unseen_values_zeroed]
+
+
 # --8<-- [start:scaled_dot_product_attention]
 def scaled_dot_product_attention(q, k, v, mask=None, is_causal=False, scale=None, bias=None, window_size=None,
                                  q_segment_ids=None, kv_segment_ids=None, softcap=None, sinks=None, return_lse=False):
@@ -80,6 +95,7 @@ def scaled_dot_product_attention(q, k, v, mask=None, is_causal=False, scale=None
     keywords = dict(mask=mask, is_causal=is_causal, scale=scale, bias=bias, window_size=window_size,
                     q_segment_ids=q_segment_ids, kv_segment_ids=kv_segment_ids, softcap=softcap)
     p = attention_weights(q, k, sinks=sinks, **keywords)  # (..., L_q, L_k)
+    v = unseen_values_zeroed(p, v)  # (..., L_k, d_v): 0 · NaN is NaN, so what no query sees is removed first
     out = p @ v  # (..., L_q, L_k) @ (..., L_k, d_v) -> (..., L_q, d_v)
     if not return_lse:
         return out

@@ -23,7 +23,7 @@ import numpy as np
 def log_sum_exp(scores: np.ndarray, allowed: np.ndarray, sink=None) -> np.ndarray:
     """lse_i = m_i + log sum_{j allowed} exp(S_ij - m_i) (plus exp(sink) inside the sum); -inf when nothing is; (..., L_q)."""
     s = np.where(allowed, scores, -np.inf)  # (..., L_q, L_k)
-    m = s.max(axis=-1, keepdims=True)  # (..., L_q, 1): the row maximum keeps exp() from overflowing
+    m = s.max(axis=-1, keepdims=True, initial=-np.inf)  # (..., L_q, 1): the row maximum keeps exp() from overflowing
     if sink is not None:
         m = np.maximum(m, sink)  # the sink (..., 1, 1) joins the denominator
     m = np.where(np.isfinite(m), m, 0.0)  # a row with nothing: log(0) = -inf below, without -inf - -inf

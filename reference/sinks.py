@@ -19,7 +19,7 @@ import numpy as np
 def softmax_with_sink(scores: np.ndarray, allowed: np.ndarray, sink: np.ndarray) -> np.ndarray:
     """P over the visible keys with `sink` (broadcastable to (..., L_q, 1)) in the denominator; (..., L_q, L_k)."""
     s = np.where(allowed, scores, -np.inf)  # (..., L_q, L_k), hidden keys at -inf
-    m = np.maximum(s.max(axis=-1, keepdims=True), sink)  # (..., L_q, 1): the sink joins the row maximum
+    m = np.maximum(s.max(axis=-1, keepdims=True, initial=-np.inf), sink)  # (..., L_q, 1): the sink joins the row maximum
     m = np.where(np.isfinite(m), m, 0.0)  # nothing visible and a sink of -inf: avoid -inf - -inf
     e = np.exp(s - m)  # (..., L_q, L_k)
     z = e.sum(axis=-1, keepdims=True) + np.exp(sink - m)  # (..., L_q, 1): keys plus the sink

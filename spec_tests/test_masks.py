@@ -1,4 +1,4 @@
-"""Chapter: masks (docs/masks.md). Claims MASK-1 .. MASK-7.
+"""Chapter: masks (docs/masks.md). Claims MASK-1 .. MASK-9.
 
     mask[..., i, j] = True  means query i may attend to key j          (CONTRACT.md; PyTorch's bool attn_mask too)
     is_causal       : query i sees key j iff j <= i + (L_k - L_q)        (bottom-right aligned)
@@ -383,3 +383,102 @@ def test_appending_masked_keys_changes_nothing(impl, case, extra):
     out2 = impl.scaled_dot_product_attention(case.q, np.concatenate([case.k, k_extra], axis=-2),
                                              np.concatenate([case.v, v_extra], axis=-2), mask=longer)
     check.close(impl, out2, out, f"appending {extra} masked-out keys changes no output", size=tolerance.attention_output_size(case.v))
+
+
+# ---------------------------------------------------------------------------------- MASK-8, MASK-9: poison
+# What sits at a hidden position is never read (CONTRACT.md, "Poison at hidden positions"):
+#   (a) K or V of a key that no query of its (batch, head) slice sees      -> reaches no output
+#   (b) K of a key hidden from row i (seen by other rows)                  -> does not reach row i
+#   (c) large finite values there (K of 1e4, ONNX's V = 1000)              -> change no visible output
+# NaN in V of a key that some query sees may reach every row of its slice: P V multiplies it by the
+# other rows' weights of exactly 0, and 0 · NaN = NaN. The contract promises nothing there.
+POISONS = st.sampled_from([np.nan, np.inf, -np.inf])
+
+
+@st.composite
+def poisoned_cases(draw):
+    """q (B, H, L_q, d), k (B, H, L_k, d), v (B, H, L_k, d_v); a per-row mask with 1 .. L_k - 1 key columns hidden
+    from every query of each slice (padding), optionally ANDed with causal; some rows may see nothing."""
+    B, H = draw(st.integers(1, 2), label="B"), draw(st.integers(1, 2), label="H")
+    L_q, L_k = draw(SIZES, label="L_q"), draw(st.integers(2, 9), label="L_k")
+    d, d_v, seed = draw(HEAD_DIMS, label="d"), draw(HEAD_DIMS, label="d_v"), draw(SEEDS, label="seed")
+    rng = np.random.default_rng(seed)
+    mask = rng.random((B, H, L_q, L_k)) < 0.7
+    hidden = rng.random((B, H, 1, L_k)) < 0.4
+    hidden[..., rng.integers(L_k)] = True  # at least one column no query sees, and one some query may see
+    hidden[..., (np.argmax(hidden[0, 0, 0]) + 1) % L_k] = False
+    mask &= ~hidden
+    causal = draw(st.booleans(), label="is_causal") and L_q <= L_k
+    q, k, v = normal(seed, (B, H, L_q, d)), normal(seed + 1, (B, H, L_k, d)), normal(seed + 2, (B, H, L_k, d_v))
+    return q, k, v, dict(mask=mask, is_causal=causal)
+
+
+def _visible_cells(kw, L_q, L_k):
+    """(B, H, L_q, L_k): mask AND causal, as the contract reads them."""
+    visible = kw["mask"]
+    if kw["is_causal"]:
+        visible = visible & (np.arange(L_k) <= np.arange(L_q)[:, None] + (L_k - L_q))
+    return visible
+
+
+def _poisoned(x, where_keys, value):
+    """x (B, H, L_k, d) with every entry of the keys where_keys (B, H, L_k) replaced by value."""
+    return np.where(where_keys[..., None], value, x)
+
+
+@claim("MASK-8")
+@given(case=poisoned_cases(), poison=POISONS)
+def test_poison_in_keys_no_query_sees_reaches_no_output(impl, case, poison):
+    """NaN or ±inf in K and V of the keys that no query of their slice sees (padding, a hidden column) changes no
+    output: the outputs equal those with ordinary values there, and stay finite."""
+    q, k, v, kw = case
+    unseen = ~_visible_cells(kw, q.shape[-2], k.shape[-2]).any(axis=-2)  # (B, H, L_k)
+    clean = impl.scaled_dot_product_attention(q, k, v, **kw)
+    seen = impl.scaled_dot_product_attention(q, _poisoned(k, unseen, poison), _poisoned(v, unseen, poison), **kw)
+    check.close(impl, seen, clean, f"{poison} in K and V of the keys no query sees changes no output "
+                "(a weight of 0 times NaN is NaN: such keys must be removed, not multiplied by 0)",
+                size=tolerance.attention_output_size(v))
+
+
+@claim("MASK-8")
+@given(case=poisoned_cases(), poison=POISONS)
+def test_poison_in_a_hidden_key_does_not_reach_the_rows_it_is_hidden_from(impl, case, poison):
+    """NaN or ±inf in K of a key that some rows see and others do not: the rows it is hidden from keep their
+    outputs (the rows that see it may turn NaN). Holds for per-row masks and causal alike."""
+    q, k, v, kw = case
+    visible = _visible_cells(kw, q.shape[-2], k.shape[-2])  # (B, H, L_q, L_k)
+    partly = visible.any(axis=-2) & ~visible.all(axis=-2)  # (B, H, L_k): keys some rows see, some do not
+    rows = ~(visible & partly[..., None, :]).any(axis=-1)  # (B, H, L_q): rows that see none of them
+    clean = impl.scaled_dot_product_attention(q, k, v, **kw)
+    seen = impl.scaled_dot_product_attention(q, _poisoned(k, partly, poison), v, **kw)
+    check.close(impl, seen[rows], clean[rows], f"{poison} in K of a key hidden from a row changes nothing in that "
+                "row (its score must be removed, not added to: NaN + (-inf) is NaN)",
+                size=tolerance.attention_output_size(v))
+
+
+@claim("MASK-8")
+@given(seed=SEEDS, L_q=SIZES, L_k=SIZES, d=HEAD_DIMS)
+def test_an_all_true_mask_puts_no_nan_in_allowed_cells(impl, seed, L_q, L_k, d):
+    """A mask of all True is no mask: converting it to an additive one as (1 - m) · (-inf) makes 0 · (-inf) = NaN
+    in every allowed cell (ONNX's tests pin this bug); the additive form is 0 where allowed, -inf where not."""
+    q, k, v = normal(seed, (L_q, d)), normal(seed + 1, (L_k, d)), normal(seed + 2, (L_k, d))
+    masked = impl.scaled_dot_product_attention(q, k, v, mask=np.ones((L_q, L_k), dtype=bool))
+    plain = impl.scaled_dot_product_attention(q, k, v)
+    check.close(impl, masked, plain, "an all-True mask equals no mask", size=tolerance.attention_output_size(v))
+
+
+@claim("MASK-9")
+@given(case=poisoned_cases(), size=st.sampled_from([1e4, 3e4]))
+def test_large_finite_values_at_hidden_positions_change_no_visible_output(impl, case, size):
+    """K of size 1e4 at keys hidden from some rows (scores in the tens of thousands) and V = 1000 at keys no query
+    sees (ONNX's test) change no output of a row that does not see them: a hidden score is removed, not
+    outweighed by a finite fill such as -1e4."""
+    q, k, v, kw = case
+    visible = _visible_cells(kw, q.shape[-2], k.shape[-2])
+    unseen, partly = ~visible.any(axis=-2), visible.any(axis=-2) & ~visible.all(axis=-2)
+    rows = ~(visible & partly[..., None, :]).any(axis=-1)
+    k2 = np.where(partly[..., None], size * normal(5, k.shape), _poisoned(k, unseen, size))
+    clean = impl.scaled_dot_product_attention(q, k, v, **kw)
+    seen = impl.scaled_dot_product_attention(q, k2, _poisoned(v, unseen, 1000.0), **kw)
+    check.close(impl, seen[rows], clean[rows], f"K of size {size:g} at hidden keys and V = 1000 at keys no query "
+                "sees change no output of a row that does not see them", size=tolerance.attention_output_size(v))

@@ -1,18 +1,30 @@
-"""Known bugs, caught and named: does a failing implementation behave exactly like one of the mutants?
+"""Known bugs, caught and named only when one is the one: does a failing implementation behave like a mutant?
 
 When a check fails, the calls it involved (or, for checks on native arrays, the test's last call)
 are replayed on every mutant in impls/mutants/ and on their correct base, in the implementation's
-dtype, on the same inputs. A mutant matches when, on every replayed call, it does what the
+dtype, on the same inputs. A mutant is a candidate when, on every replayed call, it does what the
 implementation did:
 
     same exception (or none);  same result within the relation tolerance of the dtype
     (NaN and inf in the same places);  same result dtype;  the same writes into its inputs;
     and, for two calls on identical inputs, bit-identical results or not, alike;
 
-and the correct base does not (so the match is the bug, not agreement on what is right). The
-feedback then names the mutant's BUG in plain words. An implementation that matches no mutant
-gets only what failed. This diagnoser is in feedback.DIAGNOSERS, so it speaks in every failure
-message, in a plain `pytest --impl` run as in grading.
+and the correct base does not (so the match is the bug, not agreement on what is right). A minimal
+input hides differences (d_v = 1 makes a scale from d_v no scale; L = 2 makes an off-by-one causal
+mask no mask), so a candidate is named only when, on the further inputs of probes.py (other d_k and
+d_v, L_q != L_k both ways, several heads, batch > 1, with and without a mask and causal), run on the
+implementation through its subject and on every candidate:
+
+    the implementation fails again (differs from the base on at least one of them);
+    the candidate does what the implementation does on every one of them;
+    no other candidate does.
+
+The feedback then names the mutant's BUG in plain words. Otherwise it names none and says what the
+failure looks like (failure_shape.py: which rows, how large, a constant factor, moved values, NaN).
+One bug is one cause: once a bug is named for an implementation, a later failure that it reproduces
+on its minimal input says "the known bug already named for CLAIM explains this failure too" (NAMED).
+This diagnoser is in feedback.DIAGNOSERS, so it speaks in every failure message, in a plain
+`pytest --impl` run as in grading.
 """
 
 from __future__ import annotations
@@ -25,7 +37,7 @@ from pathlib import Path
 
 import numpy as np
 
-from spec_tests.harness import arrays, feedback, tolerance
+from spec_tests.harness import arrays, failure_shape, feedback, probes, tolerance
 
 MUTANTS_DIR = Path(__file__).resolve().parents[2] / "impls" / "mutants"
 MAX_ELEMENTS = 5_000_000  # inputs larger than this are not replayed (the diagnosis must stay cheap)
@@ -183,11 +195,8 @@ def _calls(data: dict) -> list:
     return calls[-MAX_CALLS:]
 
 
-def diagnose(data: dict) -> str | None:
-    subject = data.get("subject")
-    calls = _calls(data)
-    if subject is None or not calls or any(_size(c) > MAX_ELEMENTS for c in calls):
-        return None
+def _minimal_matches(subject, calls) -> list:
+    """The mutants that do on the minimal input what the implementation did, where the correct base does not."""
     judged = subject.dtype
     seen = [_observed(c) for c in calls]
     seen_repeats = _repeats(calls, seen)
@@ -204,7 +213,7 @@ def diagnose(data: dict) -> str | None:
             base = (replayed, _repeats(calls, replayed), dtype)
             continue
         if base is None:
-            return None
+            return []
         replayed = []
         for c, s in zip(inputs, seen):  # most mutants part from the implementation at the first call
             replayed.append(_replay(module, c, dtype))
@@ -216,56 +225,72 @@ def diagnose(data: dict) -> str | None:
                 continue
             if repeats == base[1] and all(_same(r, b, judged, dtype == base[2]) for r, b in zip(replayed, base[0])):
                 continue  # it does what the correct base does here: this is not the bug that shows
-            matches.append(module)
-    if not matches:
+            matches.append((name, module))
+    return matches
+
+
+# (implementation's name, known bug's name) -> the claims whose failures named it, in this run
+NAMED: dict[tuple[str, str], list[str]] = {}
+
+
+def diagnose(data: dict):
+    """The known bug that is the one (see the module docstring), else what the failure looks like."""
+    subject = data.get("subject")
+    calls = _calls(data)
+    looks = _looks_like(data, subject)
+    if subject is None or not calls or any(_size(c) > MAX_ELEMENTS for c in calls):
+        return looks
+    candidates = _minimal_matches(subject, calls)
+    claims = [c for c in data.get("claims") or () if c]
+    for name, module in candidates:  # one bug, one cause: a bug already named explains this failure too
+        before = NAMED.get((subject.name, name))
+        if before is None:
+            continue
+        if set(claims) <= set(before):
+            return "this matches a known bug: " + module.BUG
+        text = f"the known bug already named for {', '.join(before)} explains this failure too: {module.BUG}"
+        before += [c for c in claims if c not in before]
+        return text
+    if candidates:
+        one = _the_one(subject, calls, candidates)
+        if one is not None:
+            named = NAMED.setdefault((subject.name, one[0]), [])
+            named += [c for c in claims if c not in named]
+            return "this matches a known bug: " + one[1].BUG
+    return looks
+
+
+def _looks_like(data: dict, subject):
+    """("looks like", the failure in words) when a comparison failed, else None."""
+    if data.get("seen") is None or data.get("expected") is None:
         return None
-    claims = set(data.get("claims") or ())
-    matches.sort(key=lambda m: getattr(m, "CAUGHT_BY", "") not in claims)
-    if len(matches) > 1:  # the minimal input does not tell them apart: ask further inputs before naming one
-        matches = _told_apart(subject, calls, matches)
-    if len(matches) == 1:
-        return "this matches a known bug: " + matches[0].BUG
-    listed = "; ".join(f"({n}) {m.BUG} [{m.CAUGHT_BY}]" for n, m in enumerate(matches[:4], 1))
-    return ("this input is explained by more than one known bug, and further inputs do not tell them apart; "
-            "the candidates: " + listed)
+    text = failure_shape.looks_like(data["expected"], data["seen"], getattr(subject, "dtype", "float64"),
+                                    data["calls"][0].fname if data.get("calls") else "")
+    return ("looks like", "no known bug is the one; " + text) if text else None
 
 
 # ------------------------------------------------------------------------ telling candidates apart
-PROBE_SEED = 20240611
-
-
-def _probes(call) -> list:
-    """Further inputs for `call`'s function: for attention, shapes and masks that separate the mask and
-    causal bugs (square and non-square causal, a dead row, a visible-key mask); otherwise fresh values of
-    the same shapes. Deterministic."""
-    from copy import copy
-
-    rng = np.random.default_rng(PROBE_SEED)
-    out = []
-
-    def probe(args, kwargs):
-        c = copy(call)
-        c.args, c.kwargs, c.native, c.after = args, kwargs, False, None
-        out.append(c)
-
-    if call.fname in ("scaled_dot_product_attention", "attention_weights"):
-        def qkv(L_q, L_k):
-            q, k, v = rng.standard_normal((2, L_q, 3)), rng.standard_normal((2, L_k, 3)), rng.standard_normal((2, L_k, 2))
-            return (q, k, v) if call.fname == "scaled_dot_product_attention" else (q, k)
-        for L_q, L_k in ((4, 4), (3, 6), (6, 3)):
-            probe(qkv(L_q, L_k), {"is_causal": True})
-        visible = rng.random((2, 4, 5)) < 0.6
-        visible[..., 0] = True
-        probe(qkv(4, 5), {"mask": visible})
-        dead = visible.copy()
-        dead[0, 2] = False
-        probe(qkv(4, 5), {"mask": dead})
-        probe(qkv(3, 5), {})
-        return out
-    fresh = lambda a: rng.standard_normal(a.shape) if isinstance(a, np.ndarray) and a.dtype.kind == "f" else a  # noqa: E731
-    for _ in range(2):
-        probe(arrays.map_arrays(call.args, fresh), arrays.map_arrays(call.kwargs, fresh))
-    return out
+def _the_one(subject, calls, candidates: list):
+    """The one candidate that also does what the implementation does on every further input (probes.py),
+    where on some of them the implementation fails again (differs from the correct base); else None."""
+    judged = subject.dtype
+    asked = probes.probes(calls[-1], subject)
+    seen = [_on_subject(subject, p) for p in asked]
+    rounded = [_rounded(p, subject) for p in asked]
+    base = mutants(subject.backend == "torch")[0][1]
+    base_dtype = _replay_dtype(base, judged)
+    base_seen = [_replay(base, p, base_dtype) for p in (asked if base_dtype == judged else rounded)]
+    if all(_same(s, b, judged, False) for s, b in zip(seen, base_seen)):
+        return None  # the failure does not show again: the minimal input alone cannot name a bug
+    kept = []
+    for name, module in candidates:
+        dtype = _replay_dtype(module, judged)
+        inputs = asked if dtype == judged else rounded
+        if all(_same(_replay(module, p, dtype), s, judged, False) for p, s in zip(inputs, seen)):
+            kept.append((name, module))
+            if len(kept) > 1:
+                return None
+    return kept[0] if kept else None
 
 
 def _on_subject(subject, call) -> Behaviour:
@@ -280,21 +305,6 @@ def _on_subject(subject, call) -> Behaviour:
         return Behaviour(error=type(exc).__name__)
     finally:
         subject.history[:] = saved
-
-
-def _told_apart(subject, calls, candidates: list) -> list:
-    """The candidates that also do what the implementation does on further inputs (all of them if none does)."""
-    judged = subject.dtype
-    probes = [p for c in calls[-1:] for p in _probes(c)]
-    seen = [_on_subject(subject, p) for p in probes]
-    rounded = [_rounded(p, subject) for p in probes]
-    kept = []
-    for module in candidates:
-        dtype = _replay_dtype(module, judged)
-        inputs = probes if dtype == judged else rounded
-        if all(_same(_replay(module, p, dtype), s, judged, False) for p, s in zip(inputs, seen)):
-            kept.append(module)
-    return kept or candidates
 
 
 def _rounded(call, subject):

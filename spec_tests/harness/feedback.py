@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
+from spec_tests.harness import arrays
 from spec_tests.harness import claims as claim_catalogue
 from spec_tests.harness import notebook
 from spec_tests.harness.context import CURRENT, current
@@ -21,7 +22,8 @@ from spec_tests.harness.context import CURRENT, current
 LITERAL_LIMIT = 64  # arrays with more elements than this are saved to a .npz file
 REPRO_DIR = Path(".spec_repro")
 
-# Hooks that may add a "likely cause" line: fn(failure: dict) -> str | None.
+# Hooks that may add a "likely cause" line: fn(failure: dict) -> str | None, or a (label, text) pair for a
+# line that names no cause (the diagnosis's "looks like: ...").
 DIAGNOSERS: list = []
 
 
@@ -78,28 +80,44 @@ def fmt_value(x, digits: int = 6) -> str:
 
 # Relative error of one rounding in each dtype: an error of about this size says "computed in this dtype".
 _UNIT = {"float32": 2.0**-24, "float16": 2.0**-11, "bfloat16": 2.0**-8}
+# The lower precisions a run of each dtype can hide inside (a float16 or bfloat16 run has none: its own
+# precision is the lowest, and a note naming another dtype would name one the run did not use).
+_LOWER = {"float64": ("float32", "float16", "bfloat16"), "float32": ("float16", "bfloat16")}
+_BAND = (0.25, 64.0)  # an error from a quarter of the lower dtype's unit to 64 units is "of its size"
+
+
+def _exact_in(values: np.ndarray, low: str) -> bool:
+    with np.errstate(all="ignore"):
+        return bool(np.array_equal(arrays.round_trip(values, low), values))
 
 
 def precision_note(expected, seen, dtype: str | None = None) -> str | None:
-    """Does the error look like computing in a lower precision than `dtype` (float32 inside float64, ...)?"""
+    """Does the error look like computing in a lower precision than `dtype` (float32 inside float64, ...)?
+
+    Only when it is true: the run's dtype has a lower precision to hide (float64 or float32), the seen
+    values carry information (a nonzero finite one at least: zeros are exact in every dtype), the
+    largest error relative to the output is of the lower dtype's size (_BAND of its unit roundoff, so not
+    an error of 1e+300), and, for "every value seen is exactly a <low>", every seen value is one while
+    the expected ones are not and the values are not all exact in a still lower dtype."""
     e, s = np.asarray(expected, dtype=np.float64), np.asarray(seen, dtype=np.float64)
-    if e.shape != s.shape or not e.size:
+    if dtype not in _LOWER or e.shape != s.shape or not e.size:
         return None
     finite = np.isfinite(s) & np.isfinite(e)
-    if not finite.any():
+    f, g = s[finite], e[finite]
+    scale = float(np.abs(g).max()) if g.size else 0.0
+    if not np.count_nonzero(f) or scale == 0.0:
         return None
-    f = s[finite]
-    if dtype == "float64" and np.array_equal(f, f.astype(np.float32).astype(np.float64)) and \
-            not np.array_equal(e[finite], e[finite].astype(np.float32).astype(np.float64)):
-        return ("every value seen is exactly a float32: the computation ran in float32 (a torch.tensor(...) or "
-                ".float() away?) and was cast back to float64")
-    scale = float(np.abs(e[finite]).max()) or 1.0
-    rel = float(np.abs(f - e[finite]).max()) / scale
-    for low, unit in _UNIT.items():
-        if low == dtype or (dtype in ("float16", "bfloat16") and low == "float32"):
-            continue
-        if unit <= rel <= 64 * unit and (dtype is None or _UNIT.get(dtype, 0.0) < unit):
-            return f"a relative error of {rel:.2g} is what computing in {low} gives (its unit roundoff is {unit:.2g})"
+    rel = float(np.abs(f - g).max()) / scale
+    fits = [low for low in _LOWER[dtype] if _BAND[0] * _UNIT[low] <= rel <= _BAND[1] * _UNIT[low]]
+    exact = [low for low in fits if _exact_in(f, low) and not _exact_in(g, low)]
+    for low in exact:
+        lower = [x for x in _LOWER[dtype] if _UNIT[x] > _UNIT[low]]
+        if not any(_exact_in(f, x) for x in lower):
+            return (f"every value seen is exactly a {low}, and the error (relative {rel:.2g}) is {low}'s size: the "
+                    f"computation ran in {low} (a torch.tensor(...) or .astype away?) and was cast back to {dtype}")
+    if fits:
+        low = fits[0]
+        return f"a relative error of {rel:.2g} is what computing in {low} gives (its unit roundoff is {_UNIT[low]:.2g})"
     return None
 
 
@@ -284,7 +302,9 @@ def _ending(data: dict, calls, claim_ids) -> list[str]:
             h = diagnose(data)
         except Exception:  # a diagnoser must never hide the failure itself
             h = None
-        if h:
+        if isinstance(h, tuple):  # (label, text): a line that is not a cause ("looks like: ...")
+            lines.append(f"  {h[0]}: {h[1]}")
+        elif h:
             lines.append(f"  likely cause: {h}")
     if calls and not os.environ.get("MHA_SPEC_NO_REPRO"):
         lines.append("  reproduce (paste into Python):")

@@ -1,0 +1,172 @@
+"""Further inputs that tell known bugs apart: the diagnosis asks them before it names a cause.
+
+A minimal failing input is small on purpose, and small inputs hide differences: with d_v = 1 a scale
+taken from d_v is no scale at all; with L = 2 an off-by-one causal mask sees everything, like no
+causal mask; with L = 1 a kernel that skips its diagonal block looks like a mask that hides the
+diagonal. So, for the function of the failing call, `probes(call, subject)` draws a bounded set of
+larger inputs that separate such look-alikes, deterministically:
+
+    attention   (B, H) = (2, 3) leading axes; (L_q, L_k, d_k, d_v) = (5, 5, 3, 2), (3, 6, 2, 4), (6, 3, 4, 1),
+                (4, 4, 1, 3): square and L_q != L_k both ways, d_k != d_v; the call's own flags (causal or
+                not, a mask or not, with a dead row when the call had one), then causal and mask toggled
+    multi-head  B = 2, (D, H) = (6, 3), (6, 2), (8, 4): several heads, d_k = D / H != H; self- and
+                cross-attention (L_q != L_k); the call's biases, mask and causal flag (and num_kv_heads)
+    layer_norm  (3, 5) and (2, 3, 4) rows with an offset and a spread
+    heads       split (2, 5, 6) into 3 and 2 heads, merge (2, 3, 5, 2)
+    every call  two more of its own shapes: its values each moved by about 10 %, and fresh ones
+
+Every array is small (at most a few hundred elements), so a probe costs what a test's call costs. The
+call's other keywords (scale, softcap, window_size, block sizes, ...) are kept as given; a keyword the
+implementation does not take is left out, and a probe whose input the call's keywords do not fit (sinks,
+segment ids) is not drawn.
+"""
+
+from __future__ import annotations
+
+from copy import copy
+
+import numpy as np
+
+from spec_tests.harness import arrays
+
+SEED = 20240611
+ATTENTION = ("scaled_dot_product_attention", "attention_weights")
+ATTENTION_SHAPES = ((5, 5, 3, 2), (3, 6, 2, 4), (6, 3, 4, 1), (4, 4, 1, 3))
+LEAD = (2, 3)  # batch, heads
+MHA_SHAPES = ((6, 3), (6, 2), (8, 4))  # (D, H)
+SHAPE_FREE = ("mask", "bias", "is_causal")  # keywords whose arrays a probe of new shapes redraws
+
+
+def _with(call, args, kwargs):
+    c = copy(call)
+    c.args, c.kwargs, c.native, c.after = tuple(args), dict(kwargs), False, None
+    return c
+
+
+def _visible(rng, shape, dead_row: bool) -> np.ndarray:
+    """A random (..., L_q, L_k) mask with a visible key in every row, also under a causal mask (each query's
+    last causal key, bottom-right aligned, is visible), and one fully hidden row when asked."""
+    m = rng.random(shape) < 0.6
+    L_q, L_k = shape[-2:]
+    rows = np.arange(L_q)
+    m[..., rows, np.clip(rows + L_k - L_q, 0, L_k - 1)] = True
+    if dead_row:
+        m[(0,) * (len(shape) - 2) + (shape[-2] // 2,)] = False
+    return m
+
+
+def _has_dead_row(mask) -> bool:
+    m = np.asarray(mask)
+    return m.dtype == np.bool_ and m.ndim >= 1 and m.shape[-1] > 0 and bool((~m.any(axis=-1)).any())
+
+
+def _flags(subject, fname, kwargs) -> list[tuple[bool, bool]]:
+    """(causal, masked) of the call, then each toggled where the implementation takes the keyword."""
+    causal, masked = bool(kwargs.get("is_causal")), isinstance(kwargs.get("mask"), np.ndarray)
+    out = [(causal, masked)]
+    if subject.has(fname, "is_causal"):
+        out.append((not causal, masked))
+    if subject.has(fname, "mask"):
+        out.append((causal, not masked))
+    return out
+
+
+def _attention(rng, call, subject) -> list:
+    kept = {k: v for k, v in call.kwargs.items() if k not in SHAPE_FREE}
+    if any(isinstance(v, np.ndarray) for v in kept.values()):
+        return []  # sinks or segment ids are shaped by the call: only fresh values of its own shapes
+    dead = _has_dead_row(call.kwargs.get("mask")) if isinstance(call.kwargs.get("mask"), np.ndarray) else False
+    flags = _flags(subject, call.fname, call.kwargs)
+    size = max(1.0, float(np.abs(call.args[0]).max())) if np.size(call.args[0]) else 1.0  # scores as large
+    out = []
+    own_dead = bool(call.kwargs.get("is_causal")) and np.shape(call.args[0])[-2] > np.shape(call.args[1])[-2]
+    for n, (L_q, L_k, d_k, d_v) in enumerate(ATTENTION_SHAPES):
+        for causal, masked in flags if n < 2 else flags[:1]:
+            if causal and L_q > L_k and not own_dead:  # causal rows with no key: only when the call had them
+                L_q, L_k = L_k, L_q
+            q, k = size * rng.standard_normal(LEAD + (L_q, d_k)), rng.standard_normal(LEAD + (L_k, d_k))
+            args = (q, k, rng.standard_normal(LEAD + (L_k, d_v))) if call.fname == ATTENTION[0] else (q, k)
+            kwargs = dict(kept)
+            if causal:
+                kwargs["is_causal"] = True
+            if masked:
+                kwargs["mask"] = _visible(rng, LEAD + (L_q, L_k), dead)
+            if isinstance(call.kwargs.get("bias"), np.ndarray):
+                kwargs["bias"] = rng.standard_normal(LEAD + (L_q, L_k))
+            out.append(_with(call, args, kwargs))
+    return out
+
+
+def _weights(rng, D: int, kv: int, biased: bool) -> dict:
+    w = {"w_q": rng.standard_normal((D, D)), "w_k": rng.standard_normal((D, kv)),
+         "w_v": rng.standard_normal((D, kv)), "w_o": rng.standard_normal((D, D))}
+    w = {n: a / np.sqrt(D) for n, a in w.items()}
+    if biased:
+        w.update(b_q=0.1 * rng.standard_normal(D), b_k=0.1 * rng.standard_normal(kv),
+                 b_v=0.1 * rng.standard_normal(kv), b_o=0.1 * rng.standard_normal(D))
+    return w
+
+
+def _multi_head(rng, call, subject) -> list:
+    if len(call.args) < 5 or not isinstance(call.args[3], dict):
+        return []
+    biased = "b_q" in call.args[3]
+    grouped = call.kwargs.get("num_kv_heads") is not None
+    mask = call.kwargs.get("mask")
+    head_axis = isinstance(mask, np.ndarray) and mask.ndim == 4 and mask.shape[1] > 1
+    out = []
+    for n, (D, H) in enumerate(MHA_SHAPES):
+        G = H // 2 if grouped and H % 2 == 0 else (1 if grouped else H)
+        for L_q, L_k in ((4, 4), (3, 5)) if n < 2 else ((4, 4),):
+            x = rng.standard_normal((2, L_q, D))
+            kv = x if L_q == L_k else rng.standard_normal((2, L_k, D))
+            kwargs = {k: v for k, v in call.kwargs.items() if k not in ("mask", "num_kv_heads")}
+            if grouped:
+                kwargs["num_kv_heads"] = G
+            if isinstance(mask, np.ndarray):
+                kwargs["mask"] = _visible(rng, (2, H if head_axis else 1, L_q, L_k), _has_dead_row(mask))
+            out.append(_with(call, (x, kv, kv, _weights(rng, D, G * (D // H), biased), H), kwargs))
+    return out
+
+
+def _layer_norm(rng, call, subject) -> list:
+    out = []
+    for shape in ((3, 5), (2, 3, 4)):
+        x = 1.5 + 2.0 * rng.standard_normal(shape)
+        gamma, beta = 1 + 0.5 * rng.standard_normal(shape[-1]), 0.3 * rng.standard_normal(shape[-1])
+        out.append(_with(call, (x, gamma, beta, *call.args[3:]), call.kwargs))
+    return out
+
+
+def _heads(rng, call, subject) -> list:
+    if call.fname == "split_heads":
+        return [_with(call, (rng.standard_normal((2, 5, 6)), h), {}) for h in (3, 2)]
+    return [_with(call, (rng.standard_normal((2, 3, 5, 2)),), {})]
+
+
+SHAPED = {"scaled_dot_product_attention": _attention, "attention_weights": _attention,
+          "multi_head_attention": _multi_head, "layer_norm": _layer_norm, "split_heads": _heads,
+          "merge_heads": _heads}
+
+
+def _fresh(rng, near: bool):
+    """New float values of the same shapes: near the call's own (each moved by about 10 %, so what made it
+    fail, a large score or a sign, is kept), or drawn afresh at its largest magnitude."""
+    def draw(a):
+        if isinstance(a, np.ndarray) and a.dtype.kind == "f" and a.size:
+            size = float(np.nanmax(np.abs(a))) if np.isfinite(a).any() else 1.0
+            noise = rng.standard_normal(a.shape) * (size or 1.0)
+            return a * (1 + 0.1 * rng.standard_normal(a.shape)) + 0.1 * noise if near else noise
+        return a
+    return draw
+
+
+def probes(call, subject) -> list:
+    """The further inputs for `call`'s function (see the module's docstring). Deterministic."""
+    rng = np.random.default_rng(SEED)
+    shaped = SHAPED.get(call.fname)
+    out = shaped(rng, call, subject) if shaped is not None and not call.native else []
+    for near in (True, False):
+        draw = _fresh(rng, near)
+        out.append(_with(call, arrays.map_arrays(call.args, draw), arrays.map_arrays(call.kwargs, draw)))
+    return out
