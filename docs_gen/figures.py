@@ -731,6 +731,61 @@ FIGURES["lse_merge"] = (
     "log-sum-exp minus the whole's, which lands on the weights of one softmax over all keys")
 
 
+# ------------------------------------------------------------------------ PAGED KV CACHE
+# (the efficient-attention chapter's paged cache: a block table and the pool it points into)
+
+def paged_block_table(path: Path) -> Path:
+    """Two sequences of 5 and 3 tokens in a pool of 6 blocks of 2 slots (reference.paged_cache.to_paged, shuffled):
+    the block table on the left, the pool on the right, each slot labelled with the token it holds (· noise)."""
+    from matplotlib.colors import ListedColormap
+
+    from reference.paged_cache import to_paged
+
+    plt = _pyplot()
+    lens, S = [5, 3], 2
+    k = np.zeros((2, 1, 5, 1))
+    _, _, table = to_paged(k, k, lens, S, rng=np.random.default_rng(3))
+    N = sum(-(-n // S) for n in lens) + 2  # to_paged's pool: the blocks handed out and two spare ones
+    owner = np.full((N, S), -1)  # (N, S): which sequence's token a slot holds, -1 for none
+    token = np.full((N, S), -1)
+    for b, n in enumerate(lens):
+        for t in range(n):
+            owner[table[b, t // S], t % S], token[table[b, t // S], t % S] = b, t
+    colours = ListedColormap([HIDDEN, SEEN, "#e6862e"])
+    fig, (left, right) = plt.subplots(1, 2, figsize=(6.4, 3.4), gridspec_kw={"width_ratios": [3, 2.2]})
+    used = np.array([[m < -(-n // S) for m in range(table.shape[1])] for n in lens])
+    left.imshow(np.where(used, np.arange(2)[:, None] + 1, 0), cmap=colours, vmin=0, vmax=2)
+    for b in range(2):
+        for m in range(table.shape[1]):
+            left.text(m, b, str(table[b, m]) if used[b, m] else "·", ha="center", va="center", color="white")
+    left.set_xticks(range(table.shape[1]))
+    left.set_yticks(range(2), [f"seq {b}\nseq_len {n}" for b, n in enumerate(lens)])
+    left.set_xlabel("table entry $n$ (tokens $2n$, $2n+1$)")
+    left.set_title("block_table (B, M)")
+    right.imshow(owner + 1, cmap=colours, vmin=0, vmax=2)
+    for p in range(N):
+        for s_ in range(S):
+            right.text(s_, p, f"t{token[p, s_]}" if token[p, s_] >= 0 else "·", ha="center", va="center",
+                       color="white", fontsize=9)
+    right.set_xticks(range(S))
+    right.set_yticks(range(N))
+    right.set_xlabel("slot (t mod S)")
+    right.set_ylabel("pool block")
+    right.set_title("k_cache (N, H_kv, S, d)")
+    for ax in (left, right):
+        for sp in ax.spines.values():
+            sp.set_visible(False)
+        ax.tick_params(length=0)
+    fig.tight_layout(w_pad=1.5)
+    return _save(fig, path)
+
+
+FIGURES["paged_block_table"] = (
+    "efficient", paged_block_table,
+    "A paged KV cache: the block table of two sequences of 5 and 3 tokens, and the pool of 7 blocks of 2 slots "
+    "it points into, each slot labelled with its token; the other slots hold noise")
+
+
 def write_all(directory: Path = FIGURE_DIR) -> list[Path]:
     """Draw every figure into `directory` as NAME.svg; returns the paths."""
     import matplotlib
