@@ -359,7 +359,7 @@ def summary_lines(grade: Grade) -> list[str]:
         lines += [f"Note: {note}", ""]
     shown = [c for c in grade.claims if _visible(c)]
     counts = {s: sum(1 for c in shown if c.status == s) for s in
-              ("passed", "partly passed", "failed", "not implemented", "not run", "not applicable")}
+              ("passed", "partly passed", "failed", "not implemented", "not run", "not applicable", "out of scope")}
     lines.append(("Claims shown here: " if grade.hidden else "Claims: ")
                  + ", ".join(f"{n} {s}" for s, n in counts.items() if n) + ".")
     if counts["not applicable"]:
@@ -428,6 +428,9 @@ def claim_section(grade: Grade, c: ClaimGrade) -> list[str]:
         return lines
     if c.status == "not run":
         return lines + ["No test of this claim ran (see the note at the top of the feedback)."]
+    if c.status == "out of scope":
+        return lines + ["Your file declares every input of this claim's tests out of its scope (OutOfScope): "
+                        "nothing of it was judged, and a declaration earns no points.", f"Read: {link(grade, c.item.claim)}"]
     for title in claim_causes(c):
         lines.append(f"- {title}")
     n = len(c.failures)

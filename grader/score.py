@@ -9,6 +9,12 @@ skipped, expected failure, an error of the worker):
 
 A claim with no test run at all earns 0 of P. A claim whose every test is "not applicable"
 (a float16 claim for a float64-only submission) is shown as "not applicable" and earns P.
+
+Declared scope (spec_tests/harness/scope.py, `OutOfScope`): an example out of scope is never a lost
+point. A test that passed with some examples out of scope is a pass; a test whose every example was out
+of scope is left out of n_pass + n_other, as "not applicable" is. But a declaration earns nothing: a claim
+with no test judged besides (every one out of scope or not applicable) is shown as "out of scope" and
+earns 0 of P, so declaring a claim out of scope never scores it.
 Points are never rescaled: each claim is out of the P the rubric gives it, each chapter out of
 the points the rubric states, and the total is the rubric's total.
 
@@ -27,14 +33,15 @@ from grader.run import Run
 from spec_tests.harness import claims as catalogue
 from spec_tests.harness import report
 
-PASSED, NOT_APPL = report.PASSED, report.NOT_APPL
+PASSED, NOT_APPL, OUT_OF_SCOPE = report.PASSED, report.NOT_APPL, report.OUT_OF_SCOPE
+UNJUDGED = (NOT_APPL, OUT_OF_SCOPE)  # outcomes that are neither a pass nor a lost point
 
 
 @dataclass
 class ClaimGrade:
     item: Item
     records: list[dict]
-    status: str  # passed, partly passed, failed, not implemented, not applicable, not run
+    status: str  # passed, partly passed, failed, not implemented, not applicable, out of scope, not run
     earned: float  # in the rubric's points, before scaling
     score: float = 0.0
     max_score: float = 0.0
@@ -46,7 +53,7 @@ class ClaimGrade:
 
     @property
     def failures(self) -> list[dict]:
-        return [r for r in self.records if r["outcome"] not in (PASSED, NOT_APPL)]
+        return [r for r in self.records if r["outcome"] not in (PASSED, *UNJUDGED)]
 
 
 @dataclass
@@ -88,11 +95,11 @@ class Grade:
 
 
 def _status(counts: Counter) -> str:
-    applicable = sum(n for o, n in counts.items() if o != NOT_APPL)
+    applicable = sum(n for o, n in counts.items() if o not in UNJUDGED)
     if not counts:
         return "not run"
     if not applicable:
-        return "not applicable"
+        return OUT_OF_SCOPE if counts[OUT_OF_SCOPE] else "not applicable"
     if counts[PASSED] == applicable:
         return "passed"
     if counts[report.NOT_IMPL] == applicable:
@@ -140,7 +147,7 @@ def grade(rubric: Rubric, run: Run) -> Grade:
     for item in rubric.items:
         records = by_claim[item.claim]
         counts = Counter(r["outcome"] for r in records)
-        applicable = sum(n for o, n in counts.items() if o != NOT_APPL)
+        applicable = sum(n for o, n in counts.items() if o not in UNJUDGED)
         if rubric.partial:
             fraction = counts[PASSED] / applicable if applicable else 0.0
         else:

@@ -261,16 +261,22 @@ class Subject:
         except scope.OutOfScope as exc:  # declared scope (harness/scope.py): this input is not judged
             scope.declared(nodeid, exc)
         except NotImplementedError as exc:
-            text = str(exc)
-            text = text if fname in text else f"{fname}: {text or 'raises NotImplementedError'}"
-            if plain and not any(_given(v) for v in kwargs.values()):  # the plain case: the whole function
-                self._unimplemented[fname] = text
-            else:  # one kind of input (a keyword, a backward pass): this test only
-                asked = ", ".join(k for k, v in kwargs.items() if _given(v))
-                text = f"{text} (raised for this input only{': ' + asked if asked else ''})"
-            raise NotImplementedYet(text, fname) from None
+            raise self.unimplemented(fname, exc, kwargs, plain) from None
         scope.judged(nodeid)
         return result
+
+    def unimplemented(self, fname: str, exc: NotImplementedError, kwargs: dict, plain: bool) -> NotImplementedYet:
+        """What a NotImplementedError of `fname` decides (shared with isolation.IsolatedSubject): raised for
+        the plain case (NumPy inputs, no keyword given), the whole function, for the rest of the session;
+        for one kind of input (a keyword, a backward pass, native arrays), this test only."""
+        text = str(exc)
+        text = text if fname in text else f"{fname}: {text or 'raises NotImplementedError'}"
+        if plain and not any(_given(v) for v in kwargs.values()):  # the plain case: the whole function
+            self._unimplemented[fname] = text
+        else:  # one kind of input (a keyword, a backward pass): this test only
+            asked = ", ".join(k for k, v in kwargs.items() if _given(v))
+            text = f"{text} (raised for this input only{': ' + asked if asked else ''})"
+        return NotImplementedYet(text, fname)
 
     @contextlib.contextmanager
     def expecting_error(self):

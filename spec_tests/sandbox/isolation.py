@@ -28,7 +28,8 @@ import atexit
 import numpy as np
 import pytest
 
-from spec_tests.harness import arrays, feedback
+from spec_tests.harness import arrays, feedback, scope
+from spec_tests.harness.context import current
 from spec_tests.sandbox.identity import UID_RANGE  # noqa: F401 (re-exported: tests and tools use it)
 from spec_tests.sandbox.limits import Limits  # noqa: F401 (re-exported)
 from spec_tests.sandbox.remote import RemoteArray
@@ -118,17 +119,26 @@ class IsolatedSubject(Subject):
         self.require(fname, keywords, present, accepted)
         return lambda *args, **kwargs: self.call_native(fname, *args, **kwargs)
 
-    def _request(self, body: dict, what: str, fname: str | None = None):
+    def _request(self, body: dict, what: str):
         self.session.subject = self
         try:
             return self.session.request(self, body, what)
         except NotImplementedError as exc:
-            if fname is not None:
-                text = str(exc)
-                self._unimplemented[fname] = (text if fname in text else
-                                              f"{fname}: {text or 'raises NotImplementedError'}")
-                raise NotImplementedYet(self._unimplemented[fname], fname) from None
             raise NotImplementedYet(str(exc) or "raises NotImplementedError") from None
+
+    def _call_remote(self, fname: str, body: dict, what: str, kwargs: dict, plain: bool):
+        """A call of `fname` in the worker, decided as in-process (Subject._invoke): OutOfScope rejects the
+        example; NotImplementedError makes the function unwritten only for the plain case."""
+        nodeid = current().nodeid
+        self.session.subject = self
+        try:
+            reply = self.session.request(self, body, what)
+        except scope.OutOfScope as exc:
+            scope.declared(nodeid, exc)
+        except NotImplementedError as exc:
+            raise self.unimplemented(fname, exc, kwargs, plain) from None
+        scope.judged(nodeid)
+        return reply
 
     def native(self, x):
         if not _has_arrays(x):
@@ -144,8 +154,9 @@ class IsolatedSubject(Subject):
         self.function(fname, *kwargs)
         call = self._record(Call(self, fname, (), {}, native=True, autocast=autocast_state()))
         try:
-            reply = self._request({"op": "call_native", "fname": fname, "args": _handles(args),
-                                   "kwargs": _handles(kwargs), "autocast": call.autocast}, f"{fname}(...)", fname)
+            reply = self._call_remote(fname, {"op": "call_native", "fname": fname, "args": _handles(args),
+                                              "kwargs": _handles(kwargs), "autocast": call.autocast}, f"{fname}(...)",
+                                      kwargs, plain=False)
         except Exception as exc:
             self._raised(call, exc)
             raise
@@ -157,8 +168,8 @@ class IsolatedSubject(Subject):
         call = self._record(Call(self, fname, args, kwargs))
         self.function(fname, *kwargs)
         try:
-            reply = self._request({"op": "call", "fname": fname, "dtype": self.dtype, "args": args,
-                                   "kwargs": kwargs}, _describe_call(fname, args, kwargs), fname)
+            reply = self._call_remote(fname, {"op": "call", "fname": fname, "dtype": self.dtype, "args": args,
+                                              "kwargs": kwargs}, _describe_call(fname, args, kwargs), kwargs, plain=True)
         except Exception as exc:
             self._raised(call, exc)
             raise

@@ -36,7 +36,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from spec_tests.harness import feedback
+from spec_tests.harness import feedback, scope
 from spec_tests.sandbox import guard, limits as limits_mod, processes, wire
 from spec_tests.harness.context import current
 from spec_tests.sandbox.identity import Identity
@@ -71,6 +71,8 @@ _REMOTE_TYPES: dict[str, type] = {}
 def _remote_exception(err: dict) -> BaseException:
     builtin = err.get("builtin") or []
     message = str(err.get("message", ""))
+    if isinstance(err.get("out_of_scope"), str):  # declared scope: the same exception as in-process, its reason kept
+        return scope.OutOfScope(err["out_of_scope"])
     if "NotImplementedError" in builtin:
         return NotImplementedError(message)
     if "ValueError" in builtin:

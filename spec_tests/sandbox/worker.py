@@ -32,6 +32,8 @@ import traceback
 
 import numpy as np
 
+from spec_tests.harness.scope import OutOfScope
+
 CLONE_NEWNET, CLONE_NEWNS = 0x40000000, 0x00020000
 MS_RDONLY, MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE, MNT_DETACH = 1, 32, 4096, 16384, 1 << 18, 2
 PR_SET_KEEPCAPS, CAP_DAC_READ_SEARCH = 8, 2
@@ -473,7 +475,13 @@ def _describe(exc: BaseException, fatal: bool) -> dict:
     except BaseException:  # noqa: BLE001
         text = f"{cls.__name__}: {message}"
     builtin = [c.__name__ for c in cls.__mro__ if c.__module__ == "builtins"]
-    return {"type": str(cls.__name__)[:100], "builtin": builtin, "message": message, "text": text, "fatal": fatal}
+    described = {"type": str(cls.__name__)[:100], "builtin": builtin, "message": message, "text": text, "fatal": fatal}
+    if isinstance(exc, OutOfScope):  # declared scope (harness/scope.py): the suite raises it again, with the reason
+        try:
+            described["out_of_scope"] = str(exc.reason)[:1000]
+        except BaseException:  # noqa: BLE001
+            described["out_of_scope"] = ""
+    return described
 
 
 def _read_key(fd: int) -> bytes:
