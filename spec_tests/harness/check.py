@@ -96,8 +96,15 @@ def against(subject, seen, oracle_fn, args, kwargs, what: str, expected=None, la
     r_args, r_kwargs = subject.round(args), subject.round(kwargs)
     if expected is None:
         expected = oracle_fn(*r_args, **r_kwargs)
-    bound = tolerance.bound_against(subject.dtype, oracle_fn, r_args, r_kwargs, expected, last=last)
-    compare(subject, seen, expected, bound, what, _calls(seen))
+
+    def at(dtype):
+        bound = tolerance.bound_against(dtype, oracle_fn, r_args, r_kwargs, expected, last=last)
+        compare(subject, seen, expected, bound, what, _calls(seen))
+
+    try:
+        at(subject.dtype)
+    except SpecFailure as failure:  # float32 inside float64 is charged once, to PREC-3 (carried.py)
+        carried.judge_precision(subject, failure, at)
     return expected
 
 
@@ -117,8 +124,9 @@ def carried_forward(subject, seen, oracle_fn, args, kwargs, what: str, carry, ex
     except SpecFailure as failure:
         r_args, r_kwargs = subject.round(args), subject.round(kwargs)
 
-        def again(built, how):
-            bound = tolerance.bound_against(subject.dtype, oracle_fn, r_args, r_kwargs, built, last=last)
+        def again(built, how):  # at the precision reached: float32 inside float64 is PREC-3's (carried.py)
+            bound = tolerance.bound_against(carried.judged_dtype(subject), oracle_fn, r_args, r_kwargs, built,
+                                            last=last)
             compare(subject, seen, built, bound, f"{what}, {how}")
 
         carried.judge_composite(subject, oracle_fn, r_args, r_kwargs, carry, failure, again)

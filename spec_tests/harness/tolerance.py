@@ -23,6 +23,12 @@ Against the float64 reference (`oracle_bound`, reached through `bound_against`),
 Between two results of one implementation that the math says are equal (`relation_bound`):
 RELATION_ULPS[dtype] ulp x the size of the values involved, derived per dtype (`relation_ulps`).
 
+Precision reached (`float32_step`, PREC-3): a float64 call whose error is above F64_RTOL's allowance, at least
+FLOAT32_STEP_ULPS float32 ulp of its output's terms and within the float32 rule ran some step in float32 (the
+scores, the softmax, LayerNorm's statistics, the output). PREC-3 fails it, once; every other claim then judges
+that implementation by the float32 rule and says so (carried.py). An error beyond the float32 rule is no
+precision step: it is the failure of its own claim.
+
 A function without an input array (the sinusoidal encoding) is compared at the most precise dtype
 the implementation declares (`required_dtype`); it does not choose its own slack by the dtype it
 returns. Exact claims (zero weights, zeros for fully masked rows, raised errors, integer buckets)
@@ -438,6 +444,21 @@ def bound_against(dtype: str, oracle_fn, r_args, r_kwargs, expected, fname: str 
         yards = yard if yard is not None else [None] * len(expected)
         return tuple(oracle_bound(dtype, e, y, size, own, carried) for e, y in zip(expected, yards))
     return oracle_bound(dtype, expected, yard, size, own, carried)
+
+
+# ------------------------------------------------------------------------------- precision reached (PREC-3)
+# --8<-- [start:float32_step]
+# A float64 call with a float32 step inside (scores, softmax, LayerNorm's statistics or the output kept in
+# float32) errs far more than float64 allows and no more than float32's rule: PREC-3 pays for it, once, and
+# every other claim judges that implementation by the float32 rule (spec_tests/harness/carried.py).
+FLOAT32_STEP_ULPS = 1.0 / 16  # "far above float64's": at least this many float32 ulp of the output's terms
+
+
+def float32_step(err: float, float64_allowed: float, float32_allowed: float, terms: float) -> bool:
+    """Does a float64 call's error show a float32 step? Above float64's allowance, at least FLOAT32_STEP_ULPS
+    float32 ulp of the output's terms (`terms_size`), and within the float32 rule."""
+    return float64_allowed < err <= float32_allowed and err >= FLOAT32_STEP_ULPS * EPS["float32"] * terms
+# --8<-- [end:float32_step]
 
 
 # --8<-- [start:required_dtype]
