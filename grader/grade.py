@@ -39,9 +39,11 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from threading import Lock
 
-from grader import feedback, gradescope, rubric as rubric_mod, score, similarity, uploads
+from grader import feedback, gradescope, leaderboard, rubric as rubric_mod, score, similarity, uploads
 from grader import run as run_mod
 from spec_tests.harness import claims as catalogue
+
+LEADERBOARD_S = 60  # seconds the leaderboard's timing needs at most (two workers, a few timed calls)
 
 
 def grade_one(submission: Path, out: Path, rubric: rubric_mod.Rubric, progress=None, parts: int = 1,
@@ -58,12 +60,24 @@ def grade_one(submission: Path, out: Path, rubric: rubric_mod.Rubric, progress=N
             run_mod.write_fault(out, f"{type(exc).__name__}: {exc}")
             raise run_mod.GraderFault(str(exc)) from exc
     grade = score.grade(rubric, result)
+    if rubric.leaderboard is not None:
+        grade.leaderboard = ranking(submission, rubric, result)
     copies = similarity.report(result.name, source_text(submission), peers)
     extra = {"students": students or [], **(info or {}), "similarity": copies}
     gradescope.write(grade, out, extra)
     (out / "feedback.md").write_text(feedback.markdown(grade))
     (out / "grading.log").write_text("\n".join(instructor_lines(grade, extra)) + "\n\n" + result.log)
     return grade
+
+
+def ranking(submission: Path, rubric: rubric_mod.Rubric, result: run_mod.Run):
+    """The rubric's optional leaderboard (grader/leaderboard.py), unless grading left no time for it."""
+    board_settings = leaderboard.Settings.from_table(rubric.leaderboard, rubric.path)
+    if result.load_error or result.timed_out or result.seconds > rubric.total_timeout - LEADERBOARD_S:
+        why = ("it could not be imported" if result.load_error else
+               f"grading left less than {LEADERBOARD_S} s of the {rubric.total_timeout:g} s for timing it")
+        return leaderboard.Board(board_settings, leaderboard.Measure(problem=why), leaderboard.Measure())
+    return leaderboard.run(submission, rubric, rubric.leaderboard)
 
 
 def source_text(submission: Path) -> str:

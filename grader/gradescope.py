@@ -56,7 +56,7 @@ def results(grade: Grade, extra: dict | None = None) -> dict:
             "tags": [chapter, c.item.claim],
             "extra_data": {"claim_status": c.status, "tests": dict(sorted(c.counts.items()))},
         })
-    return {
+    doc = {
         "score": grade.score,
         "execution_time": int(round(grade.run.seconds)),
         "output": feedback.markdown(grade),
@@ -71,6 +71,10 @@ def results(grade: Grade, extra: dict | None = None) -> dict:
                        "rubric": grade.rubric.path, **(extra or {})},
         "tests": tests,
     }
+    if grade.leaderboard is not None:  # Gradescope's leaderboard entries (grader/leaderboard.py)
+        doc["leaderboard"] = grade.leaderboard.entries()
+        doc["extra_data"]["leaderboard"] = grade.leaderboard.extra()
+    return doc
 
 
 def write(grade: Grade, out: Path, extra: dict | None = None) -> dict:

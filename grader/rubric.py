@@ -11,6 +11,9 @@
     [limits]                          # harness/limits.py's Limits: call_timeout, test_timeout, memory_mb, ...
     call_timeout = 10                 # CPU seconds of one call, scaled by this machine's measured speed
 
+    [leaderboard]                     # optional: Gradescope leaderboard entries (grader/leaderboard.py)
+    size = [1, 8, 512, 64]            # B, H, L, d of the timed SDPA call; also dtype, causal, baseline
+
     [banned]
     functions = ["torch.nn.functional.scaled_dot_product_attention", "reference"]  # implies their operators
     ops = ["aten::_scaled_dot_product_*"]  # PyTorch operators (schema names, fnmatch), caught at the dispatcher
@@ -42,6 +45,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 
+from grader import leaderboard
 from spec_tests.harness import claims as catalogue
 from spec_tests.sandbox.isolation import Limits
 from spec_tests.harness.loader import KNOWN_DTYPES
@@ -76,6 +80,7 @@ class Rubric:
     exclude_tests: tuple[str, ...] = ()  # "module.py::test_name": not run, not graded
     required_dtypes: tuple[str, ...] = ()  # dtypes a submission must declare (DTYPES)
     notes: list[str] = field(default_factory=list)
+    leaderboard: dict | None = None  # the [leaderboard] table (grader/leaderboard.py), when there is one
 
     @property
     def claims(self) -> list[str]:
@@ -142,7 +147,7 @@ def load(path: str | Path | None = None) -> Rubric:
             data = tomllib.load(f)
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise RubricError(f"cannot read the rubric {path}: {exc}") from None
-    unknown = set(data) - {"grading", "limits", "banned", "chapters", "claims"}
+    unknown = set(data) - {"grading", "limits", "banned", "chapters", "claims", "leaderboard"}
     if unknown:
         raise RubricError(f"{path}: unknown tables {sorted(unknown)}")
     try:
@@ -204,5 +209,11 @@ def load(path: str | Path | None = None) -> Rubric:
     required = grading.get("required_dtypes", [])
     if not isinstance(required, list) or any(d not in KNOWN_DTYPES for d in required):
         raise RubricError(f"{path}: [grading] required_dtypes must be a list of {list(KNOWN_DTYPES)}, got {required!r}")
+    board = data.get("leaderboard")
+    if board is not None:
+        try:
+            leaderboard.Settings.from_table(board, str(path))
+        except (ValueError, TypeError) as exc:
+            raise RubricError(str(exc)) from None
     return Rubric(str(path), items, total, bool(grading.get("partial", True)), str(grading.get("docs_url", "")),
-                  limits, float(grading.get("total_timeout", 540)), exclude, tuple(required), notes)
+                  limits, float(grading.get("total_timeout", 540)), exclude, tuple(required), notes, board)

@@ -64,6 +64,7 @@ class Grade:
     score: float
     max_score: float
     missing_dtypes: list[str] = field(default_factory=list)  # required by the rubric, not declared
+    leaderboard: object | None = None  # grader/leaderboard.py's Board, when the rubric has a [leaderboard]
 
     @property
     def hidden(self) -> bool:
