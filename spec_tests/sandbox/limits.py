@@ -43,6 +43,7 @@ class Limits:
     file_mb: int = 64  # largest file the worker may write
     disk_mb: int = 256  # all the worker may write, together (its private /tmp, /var/tmp and /dev/shm; root only)
     wall_factor: float = 4.0  # wall-clock backstop of a call: wall_factor x its CPU limit
+    cell_seconds: float = 10.0  # CPU seconds of one code cell of a notebook submission, while it is imported
     banned: tuple[str, ...] = ()  # functions and modules the implementation must not call
     banned_ops: tuple[str, ...] = ()  # PyTorch operators ("aten::layer_norm", "aten::_scaled_dot_product_*")
 

@@ -209,6 +209,7 @@ class Session:
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8", "HOME": self.scratch,
                "TMPDIR": self.scratch, "PYTHONHASHSEED": "0", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
                "OPENBLAS_NUM_THREADS": "1", "MHA_SPEC_TORCH_THREADS": "1", "MHA_SPEC_WORKER_TOKEN": self.token,
+               "MHA_SPEC_CELL_SECONDS": f"{self.limits.cell_seconds:g}",  # harness/notebook.py: a cell's CPU time
                "PYTHONPATH": SUITE_ROOT}
         for name in ("CUDA_VISIBLE_DEVICES", "LD_LIBRARY_PATH"):
             if name in os.environ:
@@ -459,7 +460,7 @@ class Session:
         self.test, self.reset_handles = nodeid, False
 
 
-SEALED = {"call", "call_native", "method"}  # requests that run the implementation's code: their reports are sealed
+SEALED = {"call", "call_native", "bench", "method"}  # requests that run the implementation's code: their reports are sealed
 
 
 def _unremote(value):
