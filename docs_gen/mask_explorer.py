@@ -53,6 +53,12 @@ def fragment() -> str:
         "weights are computed in your browser exactly as the reference computes them, and a test checks",
         "them against it. A row with no visible key has weights of exactly 0 ([MASK-4](#mask-4)).",
         "",
+        "The mask algebra's masks join by AND ([MALG-3](mask_algebra.md#malg-3)): a window `(left, right)`",
+        "around each query's own position, bottom-right aligned (leave a side empty for no limit;",
+        "[MALG-1](mask_algebra.md#malg-1)); packed documents by segment ids, one per key (and one per query",
+        "when $L_q \\ne L_k$; [MALG-2](mask_algebra.md#malg-2)); a prefix-LM prefix, which sees both ways",
+        "while the rest is causal (an OR, passed as a mask; $L_q = L_k$).",
+        "",
         '<div class="mask-explorer" id="mask-explorer">',
         "<noscript>The mask explorer needs JavaScript.</noscript>",
         "</div>",
@@ -69,16 +75,26 @@ def outputs() -> dict[Path, str]:
     return {DATA_JS: data_js(), FRAGMENT: fragment()}
 
 
-def reference_weights(L_q: int, L_k: int, lengths: list[int], alignment: str) -> np.ndarray:
-    """What the explorer must show for one configuration, by the reference: (B, L_q, L_k)."""
+def reference_weights(L_q: int, L_k: int, lengths: list[int], alignment: str, window_size=None,
+                      q_segment_ids=None, kv_segment_ids=None, prefix=None) -> np.ndarray:
+    """What the explorer must show for one configuration, by the reference: (B, L_q, L_k).
+
+    The mask algebra's controls (window, segment ids, prefix-LM) reach the reference as its keywords and
+    a prefix-LM mask (reference.mask_algebra), ANDed with the padding and the causal choice."""
     import reference
+    from reference.mask_algebra import prefix_lm_mask
     from reference.masks import padding_mask
 
     q, k = example()
     mask = padding_mask(lengths, L_k)[:, 0]  # (B, 1, L_k)
+    if prefix is not None:  # an OR of its own (prefix both ways, causal after), ANDed with the rest
+        mask = mask & prefix_lm_mask(L_k, prefix)
     if alignment == "top-left":  # PyTorch's is_causal for L_q != L_k: j <= i
         mask = mask & (np.arange(L_k)[None, :] <= np.arange(L_q)[:, None])
     B = len(lengths)
     qb = np.repeat(q[None, :L_q], B, axis=0)  # (B, L_q, D): the same queries for every sequence
     kb = np.repeat(k[None, :L_k], B, axis=0)  # (B, L_k, D)
-    return reference.attention_weights(qb, kb, mask=mask, is_causal=alignment == "bottom-right")
+    ids = {n: None if a is None else np.asarray(a) for n, a in (("q_segment_ids", q_segment_ids),
+                                                                ("kv_segment_ids", kv_segment_ids))}
+    return reference.attention_weights(qb, kb, mask=mask, is_causal=alignment == "bottom-right",
+                                       window_size=window_size, **ids)

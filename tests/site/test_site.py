@@ -422,6 +422,60 @@ def test_mask_explorer_matches_the_reference(browser, server, L_q, L_k, lengths,
         context.close()
 
 
+
+# The mask algebra's controls, composed with padding and causal by AND: (L_q, L_k, lengths, alignment, window
+# (left, right), key segment ids, query segment ids, prefix-LM prefix); None leaves a control empty.
+ALGEBRA_CASES = [
+    (6, 6, [6, 4], "bottom-right", (2, 0), None, None, None),  # a causal window, two back
+    (3, 6, [6], "none", (1, 1), None, None, None),  # a band, bottom-right aligned for L_q < L_k
+    (6, 6, [6, 5], "bottom-right", None, [0, 0, 1, 1, 1, 2], None, None),  # packed documents AND causal
+    (4, 6, [6], "none", (None, 0), [0, 0, 0, 1, 1, 1], [0, 1, 1, 1], None),  # query ids of their own
+    (6, 6, [6, 3], "none", None, None, None, 3),  # prefix-LM, a padded sequence
+    (6, 6, [6], "none", (1, None), [0, 0, 1, 1, 1, 1], None, 2),  # window AND documents AND prefix-LM
+]
+
+
+@pytest.mark.parametrize("L_q, L_k, lengths, alignment, window, kv_ids, q_ids, prefix", ALGEBRA_CASES)
+def test_mask_explorer_composes_windows_documents_and_prefix_lm(browser, server, L_q, L_k, lengths, alignment,
+                                                              window, kv_ids, q_ids, prefix):
+    """The explorer's window, segment ids and prefix-LM, ANDed with padding and causal, equal the reference's."""
+    import numpy as np
+
+    from docs_gen.mask_explorer import reference_weights
+
+    context, page, errors = _open(browser, server, "masks.html", {"width": 1280, "height": 900}, "masks")
+    try:
+        root = page.locator("#mask-explorer")
+        text = lambda v: "" if v is None else ", ".join(map(str, v)) if isinstance(v, list) else str(v)  # noqa: E731
+        fields = {"L_q": str(L_q), "L_k": str(L_k), "lengths": text(lengths),
+                  "window_left": text(window and window[0]), "window_right": text(window and window[1]),
+                  "kv_segment_ids": text(kv_ids), "q_segment_ids": text(q_ids), "prefix": text(prefix)}
+        for name, value in fields.items():
+            root.locator(f"input[name={name}]").fill(value)
+        root.locator("select[name=alignment]").select_option(alignment)
+        assert root.locator(".mx-error").inner_text().strip() == "", root.locator(".mx-error").inner_text()
+        shot = "-".join(f"{n}{text(v) if not isinstance(v, tuple) else text(list(v))}" for n, v in
+                        (("w", window), ("docs", kv_ids), ("prefix", prefix)) if v is not None)
+        root.screenshot(path=str(SHOTS / f"mask-explorer-{L_q}x{L_k}-{''.join(c if c.isalnum() or c == '-' else '_' for c in shot)}.png"))
+        seen = page.evaluate("""() => {
+            const read = (kind, attr) => [...document.querySelectorAll(`#mask-explorer table[data-kind=${kind}]`)]
+                .map(t => [...t.querySelectorAll('tr')].slice(1)
+                    .map(tr => [...tr.querySelectorAll('td')].map(td => Number(td.getAttribute(attr)))));
+            return {visible: read('visible', 'data-visible'), weights: read('weights', 'data-weight')};
+        }""")
+        expected = reference_weights(L_q, L_k, lengths, alignment, window_size=window, q_segment_ids=q_ids,
+                                     kv_segment_ids=kv_ids, prefix=prefix)  # (B, L_q, L_k)
+        visible, weights = np.asarray(seen["visible"], dtype=bool), np.asarray(seen["weights"], dtype=float)
+        assert weights.shape == expected.shape, f"the explorer shows {weights.shape}, the reference {expected.shape}"
+        assert np.array_equal(visible, expected > 0), (f"visibility grid differs from the reference:\n"
+                                                       f"{visible.astype(int)}\nreference:\n{(expected > 0).astype(int)}")
+        np.testing.assert_allclose(weights, expected, rtol=1e-12, atol=1e-15,
+                                   err_msg="the explorer's weights differ from reference.attention_weights")
+        assert not errors, f"uncaught errors: {errors}"
+    finally:
+        context.close()
+
+
 # ---------------------------------------------------------------- the product stands on its own
 
 PAPERS = ["1706.03762", "1607.06450", "2002.04745", "2205.14135", "2112.05682", "2104.09864", "1910.10683",

@@ -2,23 +2,33 @@
 // the causal alignment; see which keys each query may attend to and the attention weights of a
 // fixed example (window.MASK_EXPLORER_DATA, written by docs_gen/mask_explorer.py from the reference).
 //
-// The weights are computed here as the reference computes them (reference/attention.py):
-//   visible[i][j] = j < length_b  AND  causal(i, j)
+// The weights are computed here as the reference computes them (reference/attention.py,
+// reference/mask_algebra.py):
+//   visible[i][j] = j < length_b  AND  causal(i, j)  AND  window(i, j)  AND  same document  AND  prefix-LM
 //   causal(i, j)  = true (none) | j <= i + (L_k - L_q) (bottom-right) | j <= i (top-left)
+//   window(i, j)  = -left <= j - (i + L_k - L_q) <= right      (an empty extent: no limit on that side)
+//   document      = q_segment_ids[i] == kv_segment_ids[j]      (one list given alone serves both, L_q = L_k)
+//   prefix-LM     = j < prefix  OR  j <= i                     (L_q = L_k; an OR, passed as a mask)
 //   P[i][j]       = exp(s_ij - m_i) / sum over visible j' of exp(s_ij' - m_i),  s = q k^T / sqrt(d)
 //   a row with no visible key is all 0 (never NaN).
 // Plain JavaScript, no library: the site fetches nothing from outside.
 (function () {
   "use strict";
 
-  function visibleGrid(Lq, Lk, length, alignment) {
+  // extra (optional): {left, right: int or null; qIds, kvIds: int lists or null; prefix: int or null}
+  function visibleGrid(Lq, Lk, length, alignment, extra) {
+    extra = extra || {};
     var grid = [];
     for (var i = 0; i < Lq; i++) {
       var row = [];
       for (var j = 0; j < Lk; j++) {
         var causal = alignment === "bottom-right" ? j <= i + (Lk - Lq)
           : alignment === "top-left" ? j <= i : true;
-        row.push(j < length && causal);
+        var offset = j - (i + Lk - Lq);  // the key's distance from the query's own position
+        var inWindow = (extra.left == null || offset >= -extra.left) && (extra.right == null || offset <= extra.right);
+        var sameDoc = extra.kvIds == null || (extra.qIds || extra.kvIds)[i] === extra.kvIds[j];
+        var prefixLM = extra.prefix == null || j < extra.prefix || j <= i;
+        row.push(j < length && causal && inWindow && sameDoc && prefixLM);
       }
       grid.push(row);
     }
@@ -52,6 +62,38 @@
       }
       return n;
     });
+  }
+
+  function parseExtent(text, name) {  // "" -> null (no limit), else a whole number >= 0
+    var t = String(text).trim();
+    if (!t.length) return null;
+    var n = Number(t);
+    if (!Number.isInteger(n) || n < 0) throw new Error(name + " must be empty (no limit) or a whole number >= 0, not " + t);
+    return n;
+  }
+
+  function parseIds(text, L, name) {  // "" -> null, else L whole numbers
+    var parts = String(text).split(/[\s,]+/).filter(function (p) { return p.length; });
+    if (!parts.length) return null;
+    var ids = parts.map(Number);
+    if (ids.some(function (n) { return !Number.isInteger(n); }) || ids.length !== L) {
+      throw new Error(name + " must be " + L + " whole numbers, one per position, not " + text);
+    }
+    return ids;
+  }
+
+  function parseExtra(fields, lq, lk) {
+    var extra = {
+      left: parseExtent(fields.left.value, "window left"),
+      right: parseExtent(fields.right.value, "window right"),
+      kvIds: parseIds(fields.kvIds.value, lk, "key segment ids"),
+      qIds: parseIds(fields.qIds.value, lq, "query segment ids"),
+      prefix: parseExtent(fields.prefix.value, "prefix length")
+    };
+    if (extra.qIds && !extra.kvIds) throw new Error("give the key segment ids too (query ids alone serve nothing)");
+    if (extra.kvIds && !extra.qIds && lq !== lk) throw new Error("with L_q != L_k give the query segment ids too");
+    if (extra.prefix != null && lq !== lk) throw new Error("prefix-LM needs L_q = L_k");
+    return extra;
   }
 
   function el(tag, attrs, text) {
@@ -103,6 +145,20 @@
     align.value = "bottom-right";
     alLabel.appendChild(align);
     controls.appendChild(alLabel);
+    function text(name, label, placeholder) {
+      var l = el("label", {}, label + " ");
+      var input = el("input", { type: "text", name: name, value: "", placeholder: placeholder, size: "8" });
+      l.appendChild(input);
+      controls.appendChild(l);
+      return input;
+    }
+    var fields = {
+      left: text("window_left", "window left", "none"),
+      right: text("window_right", "window right", "none"),
+      kvIds: text("kv_segment_ids", "key segment ids", "none"),
+      qIds: text("q_segment_ids", "query segment ids", "as keys"),
+      prefix: text("prefix", "prefix-LM prefix", "none")
+    };
     root.appendChild(controls);
     var error = el("div", { "class": "mx-error", role: "alert" });
     root.appendChild(error);
@@ -118,10 +174,12 @@
         return;
       }
       var lens;
-      try { lens = parseLengths(lengths.value, lk); } catch (e) { error.textContent = e.message; return; }
+      var extra;
+      try { lens = parseLengths(lengths.value, lk); extra = parseExtra(fields, lq, lk); }
+      catch (e) { error.textContent = e.message; return; }
       var q = data.q.slice(0, lq), k = data.k.slice(0, lk);
       lens.forEach(function (n, b) {
-        var grid = visibleGrid(lq, lk, n, align.value), p = weights(q, k, grid);
+        var grid = visibleGrid(lq, lk, n, align.value, extra), p = weights(q, k, grid);
         var box = el("div", { "class": "mx-batch" });
         box.appendChild(el("div", { "class": "mx-caption" },
           "sequence " + b + ": " + n + " real key" + (n === 1 ? "" : "s") + " of " + lk + ", causal " + align.value));
@@ -144,7 +202,8 @@
         out.appendChild(box);
       });
     }
-    [Lq, Lk, lengths, align].forEach(function (input) { input.addEventListener("input", update); });
+    [Lq, Lk, lengths, align].concat(Object.keys(fields).map(function (f) { return fields[f]; }))
+      .forEach(function (input) { input.addEventListener("input", update); });
     align.addEventListener("change", update);
     update();
   }
