@@ -60,9 +60,36 @@ def _attend(q, k, v, mask, is_causal, scale, bias=None, enable_gqa=False):
         attn_mask = attn_mask.masked_fill(empty, 0.0)
     if attn_mask.dim() < 2:  # the kernel wants at least (L_q, L_k); a (L_k,) mask is the same for every query
         attn_mask = attn_mask.expand(L_q, L_k)  # (L_q, L_k)
+    if allowed is not None and not enable_gqa:
+        k, v, poisoned = _hidden_poison_removed(k, v, allowed)
     out = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, scale=scale, enable_gqa=enable_gqa)
+    if allowed is not None and not enable_gqa and poisoned is not None:
+        sees = (allowed & poisoned).any(dim=-1, keepdim=True)  # (..., L_q or 1, 1): rows that see a poisoned key
+        out = out.masked_fill(sees, float("nan"))
     return out.masked_fill(empty, 0.0)  # (..., L_q, d_v)
 # --8<-- [end:attend]
+
+
+# --8<-- [start:hidden_poison]
+def _hidden_poison_removed(k, v, allowed):
+    """K and V with what no visible score may read replaced by 0; and the keys whose K was not finite.
+
+    The kernel adds the mask to the scores, and NaN + (-inf) = NaN, 0 * NaN = NaN: a NaN or inf at a
+    hidden position would reach the output (PyTorch issue 101967). So V and K of keys no query sees
+    become 0, and a key whose K is not finite gets K = 0 for the kernel; the rows that do see such a
+    key are set to NaN afterwards, which is what an explicit softmax gives them (CONTRACT.md, "Poison").
+    """
+    allowed = allowed if allowed.dim() >= 2 else allowed.unsqueeze(0)  # (..., L_q or 1, L_k)
+    unseen = ~allowed.any(dim=-2).unsqueeze(-1)  # (..., L_k, 1): no query of the slice sees key j
+    zero = torch.zeros((), dtype=v.dtype, device=v.device)
+    v = torch.where(unseen, zero, v)
+    bad = ~torch.isfinite(k).all(dim=-1, keepdim=True)  # (..., L_k, 1): a NaN or inf in key j
+    if not bool(bad.any()):
+        return k, v, None
+    k = torch.where(bad, zero, k)
+    poisoned = (bad & ~unseen).squeeze(-1).unsqueeze(-2)  # (..., 1, L_k): seen by some row, not finite
+    return k, v, poisoned
+# --8<-- [end:hidden_poison]
 
 
 def _broadcast_leading(*xs):
