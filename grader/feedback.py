@@ -355,6 +355,8 @@ def summary_lines(grade: Grade) -> list[str]:
         if impl.get("unavailable"):
             lines.append(f"It could not run here: {impl['unavailable']}")
         lines.append("")
+        for note in impl.get("notes") or []:  # a notebook's skipped lines, stopped or failing cells
+            lines += [f"Note: {note}", ""]
     for note in run.notes:
         lines += [f"Note: {note}", ""]
     shown = [c for c in grade.claims if _visible(c)]

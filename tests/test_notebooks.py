@@ -120,6 +120,18 @@ def test_correct_notebook_grades_to_full_marks(tmp_path):
     assert "Graded `hw.ipynb`" in doc["output"]
 
 
+def test_the_rubric_sets_the_time_of_a_cell_in_the_grader(tmp_path):
+    """[limits] cell_seconds reaches the grading worker: a demo cell that loops stops there, the rest is graded."""
+    write_notebook(tmp_path / "hw.ipynb", correct_source(), "step = 0\nwhile True:\n    step += 1")
+    rubric = tmp_path / "rubric.toml"
+    rubric.write_text('[grading]\ntotal = 10\n[claims."LN-1"]\npoints = 10\n[limits]\ncell_seconds = 0.5\n')
+    code, log = grade(str(tmp_path / "hw.ipynb"), "--out", str(tmp_path / "out"), "--rubric", str(rubric))
+    assert code == 0, log[-3000:]
+    doc = results(tmp_path / "out")
+    assert doc["score"] == pytest.approx(10), log[-3000:]
+    assert "was stopped after 0.5 s of CPU time, the limit per cell" in doc["output"], doc["output"][:3000]
+
+
 
 # -- every chapter as a notebook (docs_gen/notebooks.py, docs/notebooks/<chapter>.ipynb) ----------------------
 

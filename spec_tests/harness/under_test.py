@@ -66,4 +66,5 @@ def described(impls) -> dict:
     """The implementations as the JSON report (--spec-report) lists them."""
     return {i.name: {"backend": i.backend, "device": i.device, "dtypes": list(i.dtypes),
                      "unavailable": i.unavailable, "path": i.path,
-                     "contract": list(i.contract) if i.contract else None, "flash_kernel": i.flash} for i in impls}
+                     "contract": list(i.contract) if i.contract else None, "flash_kernel": i.flash,
+                     "notes": list(notebook.header_notes(i))} for i in impls}
