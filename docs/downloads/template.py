@@ -248,3 +248,22 @@ def merge_attention(out1, lse1, out2, lse2):
     Raise ValueError if the two halves' shapes differ, or if lse is not out's shape without its last axis.
     """
     raise NotImplementedError("merge_attention is not written yet: see the chapter docs/log_sum_exp.md")
+
+
+def paged_attention(q, k_cache, v_cache, block_table, seq_lens, is_causal=False, scale=None):
+    """Attention over a paged KV cache: -> out (B, H, L_q, d_v).
+
+    q (B, H, L_q, d_k); k_cache (N, H_kv, S, d_k), v_cache (N, H_kv, S, d_v): a pool of N blocks
+    of S token slots; block_table (B, M) ints; seq_lens (B,) ints. Token t of sequence b is
+        k_cache[block_table[b, t // S], :, t % S]
+    so sequence b's keys are its blocks block_table[b, 0], block_table[b, 1], ... in that order,
+    joined along the slot axis and cut at seq_lens[b] (the rest of the last block is not a token).
+    out[b] = scaled_dot_product_attention(q[b], K_b, V_b, is_causal=is_causal, scale=scale),
+    query head h reading K/V head h // (H / H_kv); with is_causal the L_q queries are the last
+    L_q positions of their own sequence (bottom-right). A sequence with seq_lens[b] = 0 outputs 0.
+    (Later chapter, docs/efficient.md: EFF-6, EFF-7.)
+
+    Raise ValueError if seq_lens[b] is not in 0 .. M * S, a block index is not in 0 .. N - 1,
+    or the shapes do not fit together.
+    """
+    raise NotImplementedError("paged_attention is not written yet: see the chapter docs/efficient.md")
