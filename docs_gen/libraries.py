@@ -35,7 +35,8 @@ from spec_tests.harness.loader import adapter_names
 
 PAGE = ROOT / "docs" / "libraries.md"
 DATA = ROOT / "docs_gen" / "data" / "libraries.json"
-PACKAGES = {"pytorch": "torch", "hf": "transformers", "jax": "jax"}  # an adapter's name prefix -> its package
+PACKAGES = {"pytorch": "torch", "hf": "transformers", "jax": "jax", "onnx": "onnx", "torchtune": "torchtune",
+            "xtransformers": "x-transformers"}  # an adapter's name prefix -> its package
 
 
 def package_of(adapter: str) -> str:
