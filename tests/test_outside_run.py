@@ -64,3 +64,33 @@ def test_a_failing_id_from_an_outside_run_pastes_back(outside, where):
         assert all(f.startswith("spec_tests/test_multi_head.py::") for f in failed), failed
     code, again, _ = run_suite(failed[0], "--impl", str(mine), cwd=cwd)
     assert code == 1 and "1 failed" in again, again[-3000:]
+
+
+def test_a_learners_own_reference_or_grader_module_cannot_stand_in_for_the_suites(tmp_path):
+    """`python -m spec_tests check` puts the learner's folder first on sys.path: their `reference.py`, `grader/`
+    or `impls/` there must not replace the suite's (spec_tests/harness/packages.py); their other modules import."""
+    import subprocess
+    import sys
+
+    folder = tmp_path / "hw"
+    (folder / "grader").mkdir(parents=True)
+    (folder / "grader" / "__init__.py").write_text('raise SystemExit("the learner\'s grader/ was imported")\n')
+    for name in ("reference", "impls"):
+        (folder / f"{name}.py").write_text(f'raise SystemExit("the learner\'s {name}.py was imported")\n')
+    (folder / "helpers_of_mine.py").write_text("import numpy as np\n\ndef centred(x):\n    return x - x.mean(-1, keepdims=True)\n")
+    (folder / "mine.py").write_text(textwrap.dedent('''
+        import numpy as np
+        from helpers_of_mine import centred
+        BACKEND = "numpy"
+
+        def layer_norm(x, gamma, beta, eps=1e-5):
+            c = centred(x)
+            return gamma * c / np.sqrt((c * c).mean(-1, keepdims=True) + eps) + beta
+    '''))
+    proc = subprocess.run([sys.executable, "-m", "spec_tests", "check", "mine.py", "--claim", "LN-1", "-p",
+                           "no:cacheprovider"], cwd=folder, capture_output=True, text=True, timeout=300,
+                          env={**__import__("os").environ, "CI": "1"})
+    out = proc.stdout + proc.stderr
+    assert "was imported" not in out, out[-2000:]
+    assert proc.returncode == 0, out[-3000:]
+    assert "LN-1" in out and "1 passed" in out, out[-2000:]
