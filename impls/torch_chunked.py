@@ -76,7 +76,8 @@ class _Tiles(TilePlan):
         self.compute = torch.float32 if q.dtype in _LOW_PRECISION else q.dtype
 
         def flat(x):  # (..., L, d) -> (N, L, d); copies only to broadcast or to leave a low precision
-            return x.expand(*lead, *x.shape[-2:]).reshape(-1, *x.shape[-2:]).to(self.compute)
+            n = math.prod(lead)  # not -1: with L_q = 0 or L_k = 0 the size cannot tell N
+            return x.expand(*lead, *x.shape[-2:]).reshape(n, *x.shape[-2:]).to(self.compute)
 
         self.q, self.k = flat(q), flat(k)  # (N, L_q, d_k), (N, L_k, d_k)
         self.kT = self.k.transpose(1, 2)  # (N, d_k, L_k), a view
@@ -171,7 +172,7 @@ def _attend(tiles, scale, inplace):
         out = torch.empty(N, L_q, tiles.v.shape[-1], dtype=ct)
         for i0, i1 in tiles.query_blocks():
             _query_block(tiles, scale, every, i0, i1, buf, out)
-    return out.reshape(*tiles.lead, L_q, -1).to(tiles.dtype)  # (..., L_q, d_v)
+    return out.reshape(*tiles.lead, L_q, out.shape[-1]).to(tiles.dtype)  # (..., L_q, d_v); not -1: L_q may be 0
 # --8<-- [end:online_softmax]
 
 
@@ -220,7 +221,7 @@ def _attend_parallel(tiles, scale, workers=None):
             done.result()
     finally:
         torch.set_num_threads(before)  # the workers' setting is process-wide in PyTorch: put it back
-    return out.reshape(*tiles.lead, L_q, -1).to(tiles.dtype)
+    return out.reshape(*tiles.lead, L_q, out.shape[-1]).to(tiles.dtype)
 
 
 def _sdpa(tiles, scale, grad, fast):

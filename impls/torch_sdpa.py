@@ -42,6 +42,8 @@ def _attend(q, k, v, mask, is_causal, scale, bias=None, enable_gqa=False):
     keys become -inf in it. `enable_gqa`: k and v have fewer heads than q (grouped-query attention).
     """
     L_q, L_k = q.shape[-2], k.shape[-2]
+    if scale < 0:  # the math kernel scales q and k by sqrt(scale) each: NaN for scale < 0; s (-K) = (-s) K
+        k, scale = -k, -scale
     if mask is None and bias is None and (not is_causal or L_q == L_k):
         # nothing to correct: no mask, and PyTorch's causal triangle is ours when square
         return F.scaled_dot_product_attention(q, k, v, is_causal=is_causal, scale=scale, enable_gqa=enable_gqa)

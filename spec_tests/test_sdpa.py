@@ -1,4 +1,4 @@
-"""Chapter: scaled dot-product attention (docs/sdpa.md). Claims SDPA-1 .. SDPA-8.
+"""Chapter: scaled dot-product attention (docs/sdpa.md). Claims SDPA-1 .. SDPA-10.
 
     Attention(Q, K, V) = softmax(Q K^T / sqrt(d_k)) V          (lecture note 1 §2, lecture note 2 §1.2)
 
@@ -225,3 +225,60 @@ def test_batch_and_head_slices_are_independent(impl, seed, L_q, L_k, d, b, h, ca
     others[b, h] = False
     check.close(impl, out2[others], out[others], f"changing slice [{b}, {h}] leaves every other slice's output unchanged",
                 size=tolerance.attention_output_size(v))
+
+
+# ---------------------------------------------------------------------------------- SDPA-9: degenerate sizes
+EMPTY_BATCHES = st.sampled_from([(), (2,), (2, 3)])
+
+
+@claim("SDPA-9")
+@given(batch=EMPTY_BATCHES, L_k=st.integers(1, 5), d_k=HEAD_DIMS, d_v=HEAD_DIMS, seed=SEEDS)
+def test_no_queries_give_an_empty_output_of_the_right_shape(impl, batch, L_k, d_k, d_v, seed):
+    """L_q = 0 is legal: the output is (..., 0, d_v) and the weights (..., 0, L_k), with nothing in them."""
+    q, k, v = normal(seed, (*batch, 0, d_k)), normal(seed + 1, (*batch, L_k, d_k)), normal(seed + 2, (*batch, L_k, d_v))
+    check.shape(impl, impl.scaled_dot_product_attention(q, k, v), (*batch, 0, d_v),
+                "with no queries (L_q = 0) the output is (..., 0, d_v)")
+    check.shape(impl, impl.attention_weights(q, k), (*batch, 0, L_k),
+                "with no queries (L_q = 0) the weights are (..., 0, L_k)")
+
+
+@claim("SDPA-9")
+@given(batch=EMPTY_BATCHES, L_q=st.integers(1, 5), d_k=HEAD_DIMS, d_v=HEAD_DIMS, seed=SEEDS, causal=st.booleans())
+def test_no_keys_make_every_row_dead(impl, batch, L_q, d_k, d_v, seed, causal):
+    """L_k = 0 is legal: every query sees no key, so every output row is exactly 0 (as for a fully masked row),
+    and the weights are (..., L_q, 0). Not NaN (0 / 0), not an error from a maximum over no keys."""
+    q, k, v = normal(seed, (*batch, L_q, d_k)), normal(seed + 1, (*batch, 0, d_k)), normal(seed + 2, (*batch, 0, d_v))
+    out = impl.scaled_dot_product_attention(q, k, v, is_causal=causal)
+    check.exactly(impl, out, np.zeros((*batch, L_q, d_v)), "with no keys (L_k = 0) every output row is exactly 0")
+    check.shape(impl, impl.attention_weights(q, k, is_causal=causal), (*batch, L_q, 0),
+                "with no keys (L_k = 0) the weights are (..., L_q, 0)")
+
+
+@claim("SDPA-9")
+@given(seed=SEEDS, L_q=st.integers(1, 4), L_k=st.integers(1, 6),
+       dims=st.sampled_from([(128, 192), (192, 128), (256, 64)]))
+def test_large_head_dims_with_d_v_unlike_d_k(impl, seed, L_q, L_k, dims):
+    """Head dims of today's models, d_k = 128 with d_v = 192 (DeepSeek's MLA) and the reverse: the scale is
+    1/sqrt(d_k), never 1/sqrt(d_v), and the output is (..., L_q, d_v)."""
+    d_k, d_v = dims
+    q, k, v = normal(seed, (2, L_q, d_k)), normal(seed + 1, (2, L_k, d_k)), normal(seed + 2, (2, L_k, d_v))
+    check.oracle(impl, SDPA, q, k, v)
+
+
+# ---------------------------------------------------------------------------------- SDPA-10: a negative scale
+@claim("SDPA-10")
+@given(case=attention_cases(masked=None, causal=None), scale=st.sampled_from([-0.125, -0.5, -1.0, -3.0]))
+def test_a_negative_scale_is_used_as_given(impl, case, scale):
+    """scale < 0 is legal and used as given: softmax(scale · Q K^T) then prefers the least similar key."""
+    check.oracle(impl, SDPA, case.q, case.k, case.v, scale=scale, **case.kwargs)
+
+
+@claim("SDPA-10")
+@given(case=attention_cases(masked=False, causal=None), scale=st.sampled_from([0.125, 0.5, 1.0, 3.0]))
+def test_a_negative_scale_equals_the_negated_keys(impl, case, scale):
+    """softmax(-s · Q K^T) = softmax(s · Q (-K)^T): a negative scale equals the positive one on negated keys
+    (an implementation that takes |scale|, or rejects it, breaks this)."""
+    negative = impl.scaled_dot_product_attention(case.q, case.k, case.v, scale=-scale, **case.kwargs)
+    negated = impl.scaled_dot_product_attention(case.q, -case.k, case.v, scale=scale, **case.kwargs)
+    check.close(impl, negative, negated, f"scale={-scale} equals scale={scale} with K negated",
+                size=tolerance.attention_output_size(case.v))
