@@ -44,7 +44,7 @@ def _softmax_inplace(s, allowed):
     """P = softmax(S) over visible keys, written into the fresh scores `s`; a row with no visible key is 0."""
     if allowed is not None:
         np.copyto(s, -np.inf, where=~allowed)  # exp(-inf) is an exact 0 weight
-    m = s.max(axis=-1, keepdims=True)  # (..., L_q, 1), each row stabilised by its own maximum
+    m = s.max(axis=-1, keepdims=True, initial=-np.inf)  # (..., L_q, 1), each row stabilised by its own maximum
     m[np.isneginf(m)] = 0.0  # no visible key (masked, or a bias of -inf): -inf - -inf would be NaN
     np.subtract(s, m, out=s)
     np.exp(s, out=s)
@@ -59,7 +59,7 @@ def _softmax_with_sink_inplace(s, allowed, sink):
     """As _softmax_inplace, with exp(sink) in each row's denominator (sink (..., 1, 1)): rows sum to < 1."""
     if allowed is not None:
         np.copyto(s, -np.inf, where=~allowed)
-    m = np.maximum(s.max(axis=-1, keepdims=True), sink)  # (..., L_q, 1): the sink joins the row maximum
+    m = np.maximum(s.max(axis=-1, keepdims=True, initial=-np.inf), sink)  # (..., L_q, 1): the sink joins the row maximum
     m[np.isneginf(m)] = 0.0
     s = s - m  # (..., L_q, L_k); a new array: the sink may carry more leading dims than the scores
     np.exp(s, out=s)
@@ -115,7 +115,8 @@ def scaled_dot_product_attention(q, k, v, mask=None, is_causal=False, scale=None
     allowed = and_masks(_visible(mask, is_causal, L_q, L_k),
                         extra_mask(q, L_q, L_k, window_size, q_segment_ids, kv_segment_ids))  # AND window, documents
     p = _weights(q, k, allowed, scale, bias, softcap, sinks)  # (..., L_q, L_k)
-    out = p @ v  # (..., L_q, d_v); a zero row of P gives a zero row
+    unseen = (p == 0).all(axis=-2)[..., None]  # (..., L_k, 1): keys no query weighs (0 · NaN would be NaN)
+    out = p @ np.where(unseen, v.dtype.type(0), v)  # (..., L_q, d_v); a zero row of P gives a zero row
     if not return_lse:
         return out
     return out, _log_sum_exp(q, k, allowed, scale, bias, softcap, sinks)
@@ -130,7 +131,7 @@ def _log_sum_exp(q, k, allowed, scale, bias, softcap, sinks):
         s = s + bias
     if allowed is not None:
         s = np.where(allowed, s, -np.inf)
-    m = s.max(axis=-1, keepdims=True)  # (..., L_q, 1)
+    m = s.max(axis=-1, keepdims=True, initial=-np.inf)  # (..., L_q, 1)
     sink = None if sinks is None else sink_column(sinks, s.shape).astype(s.dtype, copy=False)
     if sink is not None:
         m = np.maximum(m, sink)

@@ -122,6 +122,8 @@ def scaled_dot_product_attention(q, k, v, mask=None, is_causal=False, scale=None
     allowed = and_masks(_visible(mask, is_causal, L_q, L_k, q.device),
                         extra_mask(q, L_q, L_k, window_size, q_segment_ids, kv_segment_ids))  # AND window, documents
     p = _attention_weights(q, k, allowed, _scale(q, scale), bias, softcap, sinks)
+    unseen = (p == 0).all(dim=-2).unsqueeze(-1)  # (..., L_k, 1): keys no query weighs (0 · NaN would be NaN)
+    v = torch.where(unseen, torch.zeros((), dtype=v.dtype), v)
     out = torch.matmul(p, v)  # (..., L_q, L_k) @ (..., L_k, d_v) -> (..., L_q, d_v)
     if not return_lse:
         return out

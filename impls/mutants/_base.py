@@ -191,7 +191,7 @@ def _visible_keys(mask, is_causal, shape, window_size=None, q_segment_ids=None, 
 def _masked_softmax(scores, visible):
     """Softmax over the last axis using only visible entries; a row with none is all 0."""
     filled = np.where(visible, scores, -np.inf)
-    row_max = filled.max(axis=-1, keepdims=True)
+    row_max = filled.max(axis=-1, keepdims=True, initial=-np.inf)
     row_max = np.where(np.isfinite(row_max), row_max, 0)   # rows with no visible key
     e = np.where(visible, np.exp(filled - row_max), 0)
     total = e.sum(axis=-1, keepdims=True)
@@ -227,7 +227,7 @@ def _sink_column(sinks, shape, dtype):
 def _masked_softmax_with_sink(scores, visible, sink):
     """Softmax over the visible entries with exp(sink) in each row's denominator and no value of its own."""
     filled = np.where(visible, scores, -np.inf)
-    row_max = np.maximum(filled.max(axis=-1, keepdims=True), sink)
+    row_max = np.maximum(filled.max(axis=-1, keepdims=True, initial=-np.inf), sink)
     row_max = np.where(np.isfinite(row_max), row_max, 0)
     e = np.where(visible, np.exp(filled - row_max), 0)
     total = e.sum(axis=-1, keepdims=True) + np.exp(sink - row_max)
@@ -279,7 +279,7 @@ def attention_weights(q, k, mask=None, is_causal=False, scale=None, bias=None, w
 def _log_sum_exp(scores, visible, sink=None):
     """log of each row's softmax denominator, m + log sum exp(s - m); -inf for a row with nothing visible."""
     filled = np.where(visible, scores, -np.inf)
-    row_max = filled.max(axis=-1, keepdims=True)
+    row_max = filled.max(axis=-1, keepdims=True, initial=-np.inf)
     if sink is not None:
         row_max = np.maximum(row_max, sink)
     row_max = np.where(np.isfinite(row_max), row_max, 0)
@@ -290,14 +290,20 @@ def _log_sum_exp(scores, visible, sink=None):
         return (row_max + np.log(total))[..., 0]
 
 
+def _weighted_values(p, v):
+    """P V, with the values of keys that no query weighs set to 0 first (0 * NaN would be NaN)."""
+    unseen = (p == 0).all(axis=-2)[..., None]   # (..., L_k, 1)
+    return p @ np.where(unseen, v.dtype.type(0), v)
+
+
 def scaled_dot_product_attention(q, k, v, mask=None, is_causal=False, scale=None, bias=None, window_size=None,
                                  q_segment_ids=None, kv_segment_ids=None, softcap=None, sinks=None, return_lse=False):
     q, k, v = np.asarray(q), np.asarray(k), np.asarray(v)
     _check_qk(q, k)
     _check_lengths(k, v)
     _batch_shape(q=q, k=k, v=v)
-    out = attention_weights(q, k, mask, is_causal, scale, bias, window_size, q_segment_ids, kv_segment_ids,
-                            softcap, sinks) @ v
+    out = _weighted_values(attention_weights(q, k, mask, is_causal, scale, bias, window_size, q_segment_ids,
+                                             kv_segment_ids, softcap, sinks), v)
     if not return_lse:
         return out
     scores, visible, sink = _attention_parts(q, k, mask, is_causal, scale, bias, window_size, q_segment_ids,
