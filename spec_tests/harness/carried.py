@@ -323,6 +323,112 @@ def judge_relation(subject, scale, failure, compare) -> None:
     raise failure
 
 
+# ----------------------------------------------------------------------------- a function's own unmasked calls
+# A masked (or causal) call equals, row by row, the same function's plain call on the keys that row sees: for
+# attention out_i = attention(q_i, K[vis_i], V[vis_i]) (0 for a row that sees none), for multi-head attention the
+# same over query tokens when every head sees the same keys. When a function fails its own formula's claim (OWN_CLAIM,
+# on the fixed inputs), the masks and variable-length chapters judge its masked calls against that composition: the
+# formula's bug is charged to the formula's claim, and a masking bug still shows.
+OWN_CLAIM = {"scaled_dot_product_attention": ("scaled_dot_product_attention", "SDPA-1"),
+             "attention_weights": ("scaled_dot_product_attention", "SDPA-1"),
+             "multi_head_attention": ("multi_head_attention", "MHA-5")}
+ROW_KEYWORDS = ("mask", "is_causal", "scale", "num_kv_heads")
+
+
+def _visible(fname, args, kwargs):
+    """(lead shape, visible keys (lead + (L_q, L_k)) bool) of an attention call, or None when its heads differ."""
+    f = lambda x: np.asarray(x)  # noqa: E731
+    mask, causal = kwargs.get("mask"), bool(kwargs.get("is_causal", False))
+    L_q, L_k = f(args[0]).shape[-2], f(args[1]).shape[-2]
+    if fname == "multi_head_attention":
+        H = int(args[4])
+        shape = (f(args[0]).shape[0], H, L_q, L_k)
+    else:
+        leads = [f(a).shape[:-2] for a in args[:3 if fname == "scaled_dot_product_attention" else 2]]
+        shape = np.broadcast_shapes(*leads, *([f(mask).shape[:-2]] if mask is not None else [])) + (L_q, L_k)
+    visible = np.ones(shape, dtype=bool)
+    if mask is not None:
+        visible = visible & np.broadcast_to(f(mask).astype(bool), shape)
+    if causal:
+        visible = visible & (np.arange(L_k)[None, :] <= np.arange(L_q)[:, None] + (L_k - L_q))
+    if fname == "multi_head_attention":
+        if not (visible == visible[:, :1]).all():
+            return None
+        visible = visible[:, 0]
+    return visible.shape[:-2], visible
+
+
+def _row(subject, fname, args, kwargs, lead, index, i, keys):
+    """Row i (at leading index `index` of the call's leading dims `lead`) of fname's plain call on the keys
+    `keys` that row sees."""
+    plain = {k: kwargs[k] for k in ("scale", "num_kv_heads") if k in kwargs}
+    if fname == "multi_head_attention":
+        b = index[0]
+        query, key, value = (np.asarray(a)[b:b + 1] for a in args[:3])
+        return np.asarray(subject.call(fname, query[:, i:i + 1], key[:, keys], value[:, keys], *args[3:5],
+                                       **plain), dtype=np.float64)[0, 0]
+    n = 3 if fname == "scaled_dot_product_attention" else 2
+    q, k, *v = (np.broadcast_to(np.asarray(a), lead + np.shape(a)[-2:])[index] for a in args[:n])
+    if fname == "attention_weights":
+        row = np.zeros(k.shape[-2])
+        row[keys] = np.asarray(subject.call(fname, q[i:i + 1], k[keys], **plain), dtype=np.float64)[0]
+        return row
+    return np.asarray(subject.call(fname, q[i:i + 1], k[keys], v[0][keys], **plain), dtype=np.float64)[0]
+
+
+def row_by_row(subject, fname, args, kwargs):
+    """fname(*args, **kwargs) built from the implementation's own plain calls, one query row at a time on the keys
+    it sees (see above); None where that does not apply (other keywords, heads that see different keys, a dead
+    row of multi-head attention). Calls made here are kept out of the failure history."""
+    if fname not in OWN_CLAIM or not set(kwargs) <= set(ROW_KEYWORDS):
+        return None
+    found = _visible(fname, args, kwargs)
+    if found is None:
+        return None
+    lead, visible = found
+    if fname == "multi_head_attention" and not visible.any(axis=-1).all():
+        return None
+    L_q, L_k = visible.shape[-2:]
+    width = {"attention_weights": L_k, "scaled_dot_product_attention": np.shape(args[2])[-1] if len(args) > 2 else 0,
+             "multi_head_attention": np.shape(args[3]["w_o"])[-1] if len(args) > 3 else 0}[fname]
+    out = np.zeros(visible.shape[:-1] + (width,))
+    with _off_the_record(subject):
+        for index in np.ndindex(*lead):
+            for i in range(L_q):
+                keys = np.flatnonzero(visible[index + (i,)])
+                if keys.size:
+                    out[index + (i,)] = _row(subject, fname, args, kwargs, lead, index, i, keys)
+    return out
+
+
+def _judge_row_by_row(subject, fname, args, kwargs, s, bound_of, compare) -> bool:
+    """Error carried forward from a function's own formula (OWN_CLAIM) to its masked calls: True when `s` matches
+    the implementation's own plain calls, row by row, and the function fails its formula's claim."""
+    from spec_tests.harness.claims import get as claim_of
+    from spec_tests.harness.feedback import SpecFailure
+
+    if fname not in OWN_CLAIM:
+        return False
+    base, own = OWN_CLAIM[fname]
+    chapter = claim_of(own).chapter
+    if any(claim_of(c).chapter == chapter for c in (current().claims or ())) or not subject.has(base) \
+            or own not in lower_verdict(subject, base):
+        return False
+    try:
+        built = row_by_row(subject, fname, args, kwargs)
+    except Exception:  # noqa: BLE001 - a plain call raised: nothing to carry
+        return False
+    if built is None:
+        return False
+    whose = f"your {fname}'s own calls without the mask, one query row at a time on the keys it sees " \
+            f"(your {base} fails {own}, which is charged to that claim)"
+    with contextlib.suppress(SpecFailure):
+        compare(s, built, bound_of(built), f"{fname}(...) against {whose}")
+        _note(f"judged against {whose}")
+        return True
+    return False
+
+
 # ----------------------------------------------------------------------------------------- the hook
 def judge(subject, fname: str, args, kwargs, n: int, seen, failure, compare) -> None:
     """Called by check.oracle when result `n` of `fname` failed the plain comparison (`failure`).
@@ -368,4 +474,11 @@ def judge(subject, fname: str, args, kwargs, n: int, seen, failure, compare) -> 
                             f"{fname}(...) against the reference built on {whose}")
                     _note_carried(whose)
                     return
+
+    # 3. error carried forward from the function's own formula to its masked calls
+    precision = "float32" if _precision_judged(claims) and at_float32 else subject.dtype
+    if not isinstance(seen, tuple) and _judge_row_by_row(
+            subject, fname, args, kwargs, s, compare=compare,
+            bound_of=lambda built: tolerance.carried_bound(precision, oracle_fn, r_args, r_kwargs, full, built, fname)):
+        return
     raise failure

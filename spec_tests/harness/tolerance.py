@@ -461,6 +461,16 @@ def float32_step(err: float, float64_allowed: float, float32_allowed: float, ter
 # --8<-- [end:float32_step]
 
 
+def carried_bound(dtype: str, oracle_fn, r_args, r_kwargs, expected, built, fname: str) -> Bound:
+    """The bound for a result judged against `built` (the implementation's own parts composed the way the math
+    says, carried.py) instead of the reference's `expected`: the rounding the reference computation allows
+    (bound_against), plus its floor on the scale of the built values, which a bug elsewhere may have made larger."""
+    bound = bound_against(dtype, oracle_fn, r_args, r_kwargs, expected, fname)
+    built_size = magnitude(built)
+    extra = (F64_RTOL if dtype == "float64" else FLOOR_ULPS * EPS[dtype]) * built_size
+    return Bound(bound.allowed + extra, f"{bound.rule} + the same on the built values' size {built_size:.3g}")
+
+
 # --8<-- [start:required_dtype]
 def required_dtype(declared) -> str:
     """The precision a function without an input array is held to: the most precise dtype declared."""
