@@ -411,7 +411,8 @@ def _judge_row_by_row(subject, fname, args, kwargs, s, bound_of, compare) -> boo
         return False
     base, own = OWN_CLAIM[fname]
     chapter = claim_of(own).chapter
-    if any(claim_of(c).chapter == chapter for c in (current().claims or ())) or not subject.has(base) \
+    claims = current().claims or ()
+    if not claims or any(claim_of(c).chapter == chapter for c in claims) or not subject.has(base) \
             or own not in lower_verdict(subject, base):
         return False
     try:
