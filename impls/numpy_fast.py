@@ -21,6 +21,7 @@ from impls._mask_keywords import and_masks, extra_mask
 from impls._head_keywords import head_keywords
 from impls._paged import as_contiguous
 from reference.checks import check_attention, check_layer_norm, check_multi_head, check_num_heads, check_rotary
+from reference.dropout import check_dropout_p
 from reference.log_sum_exp import check_merge
 from reference.sinks import sink_column
 from reference.softcap import check_softcap
@@ -97,16 +98,30 @@ def _default_scale(d_k, scale):
 
 
 def attention_weights(q, k, mask=None, is_causal=False, scale=None, bias=None, window_size=None,
-                      q_segment_ids=None, kv_segment_ids=None, softcap=None, sinks=None):
+                      q_segment_ids=None, kv_segment_ids=None, softcap=None, sinks=None, dropout_p=0.0, generator=None):
     """P = softmax(Q K^T * scale + bias) over visible keys, scale = 1/sqrt(d_k) by default; (..., L_q, L_k)."""
     *_, L_q, L_k = check_attention(q, k, mask=mask, bias=bias)
     scale = _default_scale(q.shape[-1], scale)
     extra = extra_mask(q, L_q, L_k, window_size, q_segment_ids, kv_segment_ids)  # window AND documents
-    return _weights(q, k, and_masks(_visible(mask, is_causal, L_q, L_k), extra), scale, bias, softcap, sinks)
+    p = _weights(q, k, and_masks(_visible(mask, is_causal, L_q, L_k), extra), scale, bias, softcap, sinks)
+    return _dropout(p, dropout_p, generator)
+
+
+# --8<-- [start:dropout]
+def _dropout(p, dropout_p, generator):
+    """P' = P * M / (1 - p), M_ij ~ Bernoulli(1 - p) from `generator` (np.random.Generator); P when p = 0."""
+    dropout_p = check_dropout_p(dropout_p)
+    if dropout_p == 0:
+        return p
+    rng = np.random.default_rng() if generator is None else generator
+    keep = rng.random(p.shape, dtype=np.float64) >= dropout_p  # (..., L_q, L_k), one draw per weight and head
+    return np.where(keep, p * p.dtype.type(1 / (1 - dropout_p)), p.dtype.type(0))
+# --8<-- [end:dropout]
 
 
 def scaled_dot_product_attention(q, k, v, mask=None, is_causal=False, scale=None, bias=None, window_size=None,
-                                 q_segment_ids=None, kv_segment_ids=None, softcap=None, sinks=None, return_lse=False):
+                                 q_segment_ids=None, kv_segment_ids=None, softcap=None, sinks=None, return_lse=False,
+                                 dropout_p=0.0, generator=None):
     """softmax(Q K^T * scale + bias) V; q (..., L_q, d_k), k (..., L_k, d_k), v (..., L_k, d_v) -> (..., L_q, d_v).
 
     return_lse=True: (out, lse), lse (..., L_q) the log of each row's softmax denominator, -inf for a dead row."""
@@ -114,7 +129,7 @@ def scaled_dot_product_attention(q, k, v, mask=None, is_causal=False, scale=None
     scale = _default_scale(q.shape[-1], scale)
     allowed = and_masks(_visible(mask, is_causal, L_q, L_k),
                         extra_mask(q, L_q, L_k, window_size, q_segment_ids, kv_segment_ids))  # AND window, documents
-    p = _weights(q, k, allowed, scale, bias, softcap, sinks)  # (..., L_q, L_k)
+    p = _dropout(_weights(q, k, allowed, scale, bias, softcap, sinks), dropout_p, generator)  # (..., L_q, L_k)
     unseen = (p == 0).all(axis=-2)[..., None]  # (..., L_k, 1): keys no query weighs (0 · NaN would be NaN)
     out = p @ np.where(unseen, v.dtype.type(0), v)  # (..., L_q, d_v); a zero row of P gives a zero row
     if not return_lse:
@@ -197,7 +212,8 @@ def _to_heads(y, n, H, d_k):
 
 # --8<-- [start:multi_head_attention]
 def multi_head_attention(query, key, value, weights, num_heads, mask=None, is_causal=False, num_kv_heads=None,
-                         window_size=None, q_segment_ids=None, kv_segment_ids=None, softcap=None, sinks=None):
+                         window_size=None, q_segment_ids=None, kv_segment_ids=None, softcap=None, sinks=None,
+                         dropout_p=0.0, training=False, generator=None):
     """Concat(head_1..head_H) W^O + b_O; query (B, L_q, D), key/value (B, L_k, D) -> (B, L_q, D).
 
     num_kv_heads = G < H (grouped-query attention): W^K, W^V are (D, G*d_k) and query head h
@@ -224,6 +240,8 @@ def multi_head_attention(query, key, value, weights, num_heads, mask=None, is_ca
             (v,) = _to_heads(_linear(value, w_v, b_v), 1, G, d_k)  # (B, G, L_k, d_k)
 
     later = head_keywords(window_size, q_segment_ids, kv_segment_ids, softcap, sinks)
+    if check_dropout_p(dropout_p) and training:  # dropout only while training, never in evaluation
+        later.update(dropout_p=dropout_p, generator=generator)
     if later:  # a later chapter's keyword: every head through this module's attention, K/V heads repeated
         k, v = (np.repeat(t, r, axis=1) if r > 1 else t for t in (k, v))  # (B, H, L_k, d_k)
         heads = scaled_dot_product_attention(q, k, v, mask=mask, is_causal=is_causal, **later)  # (B, H, L_q, d_k)

@@ -26,6 +26,7 @@ from impls._mask_keywords import and_masks, extra_mask
 from impls._head_keywords import head_keywords
 from impls._paged import as_contiguous
 from reference.checks import check_attention, check_layer_norm, check_multi_head, check_num_heads, check_rotary
+from reference.dropout import check_dropout_p
 from reference.softcap import check_softcap
 
 BACKEND = "torch"
@@ -101,18 +102,31 @@ def _scale(q, scale):
 
 
 def attention_weights(q, k, mask=None, is_causal=False, scale=None, bias=None, window_size=None,
-                      q_segment_ids=None, kv_segment_ids=None, softcap=None, sinks=None):
+                      q_segment_ids=None, kv_segment_ids=None, softcap=None, sinks=None, dropout_p=0.0, generator=None):
     """P = softmax(Q K^T * scale + bias) over visible keys, scale = 1/sqrt(d_k) by default; (..., L_q, L_k)."""
     shape = check_attention(q, k, mask=mask, bias=bias)
     L_q, L_k = shape[-2:]
     softcap = _check_softcap_and_sinks(softcap, sinks, shape)
     allowed = and_masks(_visible(mask, is_causal, L_q, L_k, q.device),
                         extra_mask(q, L_q, L_k, window_size, q_segment_ids, kv_segment_ids))  # AND window, documents
-    return _attention_weights(q, k, allowed, _scale(q, scale), bias, softcap, sinks)
+    p = _attention_weights(q, k, allowed, _scale(q, scale), bias, softcap, sinks)
+    return _dropout(p, dropout_p, generator)
+
+
+# --8<-- [start:dropout]
+def _dropout(p, dropout_p, generator):
+    """P' = P * M / (1 - p), M_ij ~ Bernoulli(1 - p) drawn from `generator` (a torch.Generator); P when p = 0."""
+    dropout_p = check_dropout_p(dropout_p)
+    if dropout_p == 0:
+        return p
+    u = torch.rand(p.shape, generator=generator, dtype=torch.float32, device=p.device)  # one draw per weight
+    return torch.where(u >= dropout_p, p / (1 - dropout_p), torch.zeros((), dtype=p.dtype, device=p.device))
+# --8<-- [end:dropout]
 
 
 def scaled_dot_product_attention(q, k, v, mask=None, is_causal=False, scale=None, bias=None, window_size=None,
-                                 q_segment_ids=None, kv_segment_ids=None, softcap=None, sinks=None, return_lse=False):
+                                 q_segment_ids=None, kv_segment_ids=None, softcap=None, sinks=None, return_lse=False,
+                                 dropout_p=0.0, generator=None):
     """softmax(Q K^T * scale + bias) V; q (..., L_q, d_k), k (..., L_k, d_k), v (..., L_k, d_v) -> (..., L_q, d_v).
 
     return_lse=True: (out, lse), lse (..., L_q) = torch.logsumexp of each row's visible scores (and sink)."""
@@ -121,7 +135,7 @@ def scaled_dot_product_attention(q, k, v, mask=None, is_causal=False, scale=None
     softcap = _check_softcap_and_sinks(softcap, sinks, shape)
     allowed = and_masks(_visible(mask, is_causal, L_q, L_k, q.device),
                         extra_mask(q, L_q, L_k, window_size, q_segment_ids, kv_segment_ids))  # AND window, documents
-    p = _attention_weights(q, k, allowed, _scale(q, scale), bias, softcap, sinks)
+    p = _dropout(_attention_weights(q, k, allowed, _scale(q, scale), bias, softcap, sinks), dropout_p, generator)
     unseen = (p == 0).all(dim=-2).unsqueeze(-1)  # (..., L_k, 1): keys no query weighs (0 · NaN would be NaN)
     v = torch.where(unseen, torch.zeros((), dtype=v.dtype), v)
     out = torch.matmul(p, v)  # (..., L_q, L_k) @ (..., L_k, d_v) -> (..., L_q, d_v)
@@ -175,7 +189,8 @@ def _linear(x, w, b):
 
 
 def multi_head_attention(query, key, value, weights, num_heads, mask=None, is_causal=False, num_kv_heads=None,
-                         window_size=None, q_segment_ids=None, kv_segment_ids=None, softcap=None, sinks=None):
+                         window_size=None, q_segment_ids=None, kv_segment_ids=None, softcap=None, sinks=None,
+                         dropout_p=0.0, training=False, generator=None):
     """Concat(head_1..head_H) W^O + b_O; query (B, L_q, D), key/value (B, L_k, D) -> (B, L_q, D).
 
     num_kv_heads = G (grouped-query attention): W^K, W^V are (D, G*d_k); each K/V head is
@@ -200,12 +215,13 @@ def multi_head_attention(query, key, value, weights, num_heads, mask=None, is_ca
 
     # 3) attend: the mask broadcasts to (B, H, L_q, L_k)
     later = head_keywords(window_size, q_segment_ids, kv_segment_ids, softcap, sinks)
+    if check_dropout_p(dropout_p) and training:  # dropout only while training, never in evaluation
+        later.update(dropout_p=dropout_p, generator=generator)
     if later:  # a later chapter's keyword: each head through this module's attention, which takes it
         out = scaled_dot_product_attention(Q, K, V, mask=mask, is_causal=is_causal, **later)  # (B, H, L_q, d_k)
     else:
         p = _attention_weights(Q, K, _visible(mask, is_causal, L_q, L_k, query.device), 1.0 / math.sqrt(d_k))
         out = torch.matmul(p, V)  # (B, H, L_q, L_k) @ (B, H, L_k, d_k) -> (B, H, L_q, d_k)
-
 
     # 4) merge heads along the features: (B, H, L_q, d_k) -> (B, L_q, H, d_k) -> (B, L_q, D)
     out = out.transpose(1, 2).contiguous().view(B, L_q, D)  # (B, L_q, D)

@@ -23,6 +23,7 @@ import math
 import numpy as np
 
 from reference.checks import check_attention
+from reference.dropout import dropout
 from reference.log_sum_exp import log_sum_exp
 from reference.mask_algebra import visible_keys
 from reference.sinks import sink_column, softmax_with_sink
@@ -47,12 +48,13 @@ def masked_softmax(scores: np.ndarray, allowed: np.ndarray) -> np.ndarray:
 
 # --8<-- [start:attention_weights]
 def attention_weights(q, k, mask=None, is_causal=False, scale=None, bias=None, window_size=None,
-                      q_segment_ids=None, kv_segment_ids=None, softcap=None, sinks=None):
+                      q_segment_ids=None, kv_segment_ids=None, softcap=None, sinks=None, dropout_p=0.0, generator=None):
     """P = softmax(Q K^T * scale + bias) over visible keys, scale = 1/sqrt(d_k) by default; (..., L_q, L_k).
 
     Visible: mask AND causal AND window AND same document (reference.mask_algebra.visible_keys).
     softcap: the scaled scores become cap * tanh(S / cap) first (reference.softcap); sinks: one logit
-    per head joins each row's denominator (reference.sinks)."""
+    per head joins each row's denominator (reference.sinks); dropout_p: each weight kept with probability
+    1 - p and scaled by 1 / (1 - p), drawn from `generator` (reference.dropout)."""
     scores_shape = check_attention(q, k, mask=mask, bias=bias)
     L_q, L_k = scores_shape[-2:]
     d_k = q.shape[-1]
@@ -65,8 +67,10 @@ def attention_weights(q, k, mask=None, is_causal=False, scale=None, bias=None, w
         scores = scores + bias  # (..., L_q, L_k); a -inf entry gets weight exp(-inf) = 0, like mask=False
     allowed = visible_keys(mask, is_causal, L_q, L_k, window_size, q_segment_ids, kv_segment_ids)
     if sinks is not None:
-        return softmax_with_sink(scores, allowed, sink_column(sinks, scores_shape))
-    return masked_softmax(scores, allowed)
+        p = softmax_with_sink(scores, allowed, sink_column(sinks, scores_shape))
+    else:
+        p = masked_softmax(scores, allowed)
+    return dropout(p, dropout_p, generator)  # (..., L_q, L_k); p itself when dropout_p = 0
 # --8<-- [end:attention_weights]
 
 
@@ -87,14 +91,15 @@ def unseen_values_zeroed(p: np.ndarray, v: np.ndarray) -> np.ndarray:
 
 # --8<-- [start:scaled_dot_product_attention]
 def scaled_dot_product_attention(q, k, v, mask=None, is_causal=False, scale=None, bias=None, window_size=None,
-                                 q_segment_ids=None, kv_segment_ids=None, softcap=None, sinks=None, return_lse=False):
+                                 q_segment_ids=None, kv_segment_ids=None, softcap=None, sinks=None, return_lse=False,
+                                 dropout_p=0.0, generator=None):
     """softmax(Q K^T * scale + bias) V; q (..., L_q, d_k), k (..., L_k, d_k), v (..., L_k, d_v) -> (..., L_q, d_v).
 
     return_lse=True: (out, lse), lse (..., L_q) the log of each row's softmax denominator (reference.log_sum_exp)."""
     check_attention(q, k, v, mask=mask, bias=bias)
     keywords = dict(mask=mask, is_causal=is_causal, scale=scale, bias=bias, window_size=window_size,
                     q_segment_ids=q_segment_ids, kv_segment_ids=kv_segment_ids, softcap=softcap)
-    p = attention_weights(q, k, sinks=sinks, **keywords)  # (..., L_q, L_k)
+    p = attention_weights(q, k, sinks=sinks, dropout_p=dropout_p, generator=generator, **keywords)  # (..., L_q, L_k)
     v = unseen_values_zeroed(p, v)  # (..., L_k, d_v): 0 · NaN is NaN, so what no query sees is removed first
     out = p @ v  # (..., L_q, L_k) @ (..., L_k, d_v) -> (..., L_q, d_v)
     if not return_lse:

@@ -24,6 +24,7 @@ import numpy as np
 
 from reference.attention import scaled_dot_product_attention
 from reference.checks import check_multi_head
+from reference.dropout import check_dropout_p
 from reference.grouped_query import repeat_kv_heads
 from reference.heads import merge_heads, split_heads
 
@@ -36,13 +37,17 @@ def _project(x, w, b):
 
 # --8<-- [start:multi_head_attention]
 def multi_head_attention(query, key, value, weights, num_heads, mask=None, is_causal=False, num_kv_heads=None,
-                         window_size=None, q_segment_ids=None, kv_segment_ids=None, softcap=None, sinks=None):
+                         window_size=None, q_segment_ids=None, kv_segment_ids=None, softcap=None, sinks=None,
+                         dropout_p=0.0, training=False, generator=None):
     """Concat(head_1..head_H) W^O + b_O; query (B, L_q, D), key/value (B, L_k, D) -> (B, L_q, D).
 
     window_size, softcap, sinks (H,) and segment ids (B, L_q), (B, L_k) reach every head's attention as they are
-    (reference.mask_algebra, reference.softcap, reference.sinks): see head_keywords."""
+    (reference.mask_algebra, reference.softcap, reference.sinks): see head_keywords. dropout_p drops attention
+    weights only when training=True (reference.dropout); in evaluation, the default, there is no dropout."""
     _, G = check_multi_head(query, key, value, weights, num_heads, mask, num_kv_heads)
     later = head_keywords(window_size, q_segment_ids, kv_segment_ids, softcap, sinks)
+    if check_dropout_p(dropout_p) and training:  # evaluation (training=False) never drops
+        later.update(dropout_p=dropout_p, generator=generator)
     # 1) project: one fused D x D matrix holds all H heads' D x d_k blocks (D x G*d_k for K, V)
     q = _project(query, weights["w_q"], weights.get("b_q"))  # (B, L_q, D)
     k = _project(key, weights["w_k"], weights.get("b_k"))  # (B, L_k, G*d_k)

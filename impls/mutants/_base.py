@@ -266,14 +266,32 @@ def _attention_parts(q, k, mask, is_causal, scale, bias, window_size, q_segment_
     return scores, visible, sink
 
 
+def _check_dropout_p(dropout_p):
+    if isinstance(dropout_p, bool) or not isinstance(dropout_p, numbers.Real) or not 0 <= dropout_p < 1:
+        raise ValueError(f"dropout_p must be a number with 0 <= dropout_p < 1, got {dropout_p!r}")
+    return float(dropout_p)
+
+
+def _dropout(p, dropout_p, generator):
+    """Each weight kept with probability 1 - p and scaled by 1 / (1 - p); one draw per weight, from `generator`."""
+    dropout_p = _check_dropout_p(dropout_p)
+    if dropout_p == 0:
+        return p
+    rng = np.random.default_rng() if generator is None else generator
+    keep = rng.random(p.shape) >= dropout_p
+    return np.where(keep, p / (1 - dropout_p), 0).astype(p.dtype, copy=False)
+
+
 def attention_weights(q, k, mask=None, is_causal=False, scale=None, bias=None, window_size=None,
-                      q_segment_ids=None, kv_segment_ids=None, softcap=None, sinks=None):
+                      q_segment_ids=None, kv_segment_ids=None, softcap=None, sinks=None, dropout_p=0.0, generator=None):
     q, k = np.asarray(q), np.asarray(k)
     scores, visible, sink = _attention_parts(q, k, mask, is_causal, scale, bias, window_size, q_segment_ids,
                                              kv_segment_ids, softcap, sinks)
     if sink is not None:
-        return _masked_softmax_with_sink(scores, visible, sink)
-    return _masked_softmax(scores, visible)
+        p = _masked_softmax_with_sink(scores, visible, sink)
+    else:
+        p = _masked_softmax(scores, visible)
+    return _dropout(p, dropout_p, generator)
 
 
 def _log_sum_exp(scores, visible, sink=None):
@@ -297,13 +315,14 @@ def _weighted_values(p, v):
 
 
 def scaled_dot_product_attention(q, k, v, mask=None, is_causal=False, scale=None, bias=None, window_size=None,
-                                 q_segment_ids=None, kv_segment_ids=None, softcap=None, sinks=None, return_lse=False):
+                                 q_segment_ids=None, kv_segment_ids=None, softcap=None, sinks=None, return_lse=False,
+                                 dropout_p=0.0, generator=None):
     q, k, v = np.asarray(q), np.asarray(k), np.asarray(v)
     _check_qk(q, k)
     _check_lengths(k, v)
     _batch_shape(q=q, k=k, v=v)
     out = _weighted_values(attention_weights(q, k, mask, is_causal, scale, bias, window_size, q_segment_ids,
-                                             kv_segment_ids, softcap, sinks), v)
+                                             kv_segment_ids, softcap, sinks, dropout_p, generator), v)
     if not return_lse:
         return out
     scores, visible, sink = _attention_parts(q, k, mask, is_causal, scale, bias, window_size, q_segment_ids,
@@ -453,7 +472,8 @@ def _kv_head_of(num_heads, num_kv_heads):
 
 
 def multi_head_attention(query, key, value, weights, num_heads, mask=None, is_causal=False, num_kv_heads=None,
-                         window_size=None, q_segment_ids=None, kv_segment_ids=None, softcap=None, sinks=None):
+                         window_size=None, q_segment_ids=None, kv_segment_ids=None, softcap=None, sinks=None,
+                         dropout_p=0.0, training=False, generator=None):
     query, key, value = np.asarray(query), np.asarray(key), np.asarray(value)
     G = _check_mha(query, key, value, weights, num_heads, num_kv_heads)
     q = split_heads(_project(query, weights, "q"), num_heads)
@@ -461,6 +481,8 @@ def multi_head_attention(query, key, value, weights, num_heads, mask=None, is_ca
     k = split_heads(_project(key, weights, "k"), G)[..., share, :, :]
     v = split_heads(_project(value, weights, "v"), G)[..., share, :, :]
     later = _head_keywords(window_size, q_segment_ids, kv_segment_ids, softcap, sinks)
+    if _check_dropout_p(dropout_p) and training:   # no dropout in evaluation
+        later.update(dropout_p=dropout_p, generator=generator)
     heads = scaled_dot_product_attention(q, k, v, mask=mask, is_causal=is_causal, **later)
     return _project(merge_heads(heads), weights, "o")
 

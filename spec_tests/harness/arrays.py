@@ -42,6 +42,40 @@ def round_to_bfloat16(x: np.ndarray) -> np.ndarray:
     return np.where(np.isfinite(x), out, np.asarray(x, dtype=np.float32))
 
 
+class Seeded:
+    """A random generator for the implementation to draw from (dropout's `generator=`), made just before the call in
+    the implementation's own kind: `np.random.default_rng(seed)` for NumPy, `torch.Generator().manual_seed(seed)` for
+    torch. Tests pass Seeded(seed); the same seed gives the same generator state."""
+
+    __slots__ = ("seed",)
+
+    def __init__(self, seed: int):
+        self.seed = int(seed)
+
+    def __repr__(self) -> str:
+        return f"Seeded({self.seed})"
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Seeded) and other.seed == self.seed
+
+    def __hash__(self) -> int:
+        return hash(("Seeded", self.seed))
+
+    def native(self, backend: str, device: str = "cpu"):
+        if backend == "numpy":
+            return np.random.default_rng(self.seed)
+        g = torch_module().Generator(device=device)
+        g.manual_seed(self.seed)
+        return g
+
+
+def with_generators(kwargs: dict, backend: str, device: str = "cpu") -> dict:
+    """kwargs with every Seeded value replaced by a fresh generator of the backend (a new one per call)."""
+    if not any(isinstance(v, Seeded) for v in kwargs.values()):
+        return kwargs
+    return {k: v.native(backend, device) if isinstance(v, Seeded) else v for k, v in kwargs.items()}
+
+
 def is_native(x) -> bool:
     return type(x).__module__.startswith("torch") or isinstance(x, np.ndarray)
 

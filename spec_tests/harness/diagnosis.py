@@ -97,6 +97,7 @@ def _replay(module, call, dtype: str) -> Behaviour:
     backend = getattr(module, "BACKEND", "numpy")
     cast = lambda a: arrays.to_native(a, backend, dtype)  # noqa: E731
     args, kwargs = arrays.map_arrays(call.args, cast), arrays.map_arrays(call.kwargs, cast)
+    kwargs = arrays.with_generators(kwargs, backend)  # a fresh generator from the same seed
     try:
         with np.errstate(all="ignore"), _autocast(backend, call.autocast):
             result = fn(*args, **kwargs)

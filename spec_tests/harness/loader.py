@@ -47,7 +47,8 @@ ALL_FUNCTIONS = CONTRACT_FUNCTIONS + LATER_FUNCTIONS
 LATER_KEYWORDS = ("bias", "num_kv_heads",
                   "window_size", "q_segment_ids", "kv_segment_ids",  # mask algebra (docs/mask_algebra.md)
                   "softcap", "sinks",  # softcapping and sinks (docs/softcap_sinks.md)
-                  "return_lse")  # the log-sum-exp (docs/log_sum_exp.md)
+                  "return_lse",  # the log-sum-exp (docs/log_sum_exp.md)
+                  "dropout_p", "generator", "training")  # dropout (docs/dropout.md)
 # Keywords of a tiled (chunked) implementation only: without them EFF-1/EFF-2 do not apply.
 TILING_KEYWORDS = ("block_q", "block_k")
 KNOWN_DTYPES = ("float64", "float32", "float16", "bfloat16")

@@ -257,7 +257,7 @@ class Subject:
         fn = self.function(fname, *kwargs)
         nodeid = current().nodeid
         try:
-            result = fn(*args, **kwargs)
+            result = fn(*args, **arrays.with_generators(kwargs, self.backend, self.impl.device))
         except scope.OutOfScope as exc:  # declared scope (harness/scope.py): this input is not judged
             scope.declared(nodeid, exc)
         except NotImplementedError as exc:

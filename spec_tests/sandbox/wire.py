@@ -9,6 +9,7 @@ few plain numeric ones (`np.frombuffer`), with shape and dtype from the JSON.
     value   = JSON scalar | list | {"t": [...]} (tuple) | {"d": [[key, value], ...]} (dict)
             | {"a": [i, dtype, shape]} (the i-th blob) | {"s": [start, stop, step]} (slice)
             | {"h": [generation, id, dtype, shape]} (a handle to a native array the worker keeps)
+            | {"g": seed} (arrays.Seeded: a random generator the worker makes in the implementation's kind)
 
 `read` enforces a deadline (a wall-clock backstop), a caller's check (the per-call CPU limit) and a size limit, so a worker that hangs,
 dies or floods the pipe cannot stall or exhaust the suite.
@@ -23,6 +24,8 @@ import struct
 import time
 
 import numpy as np
+
+from spec_tests.harness.arrays import Seeded
 
 MAX_MESSAGE = 512 * 2**20  # bytes; a bigger message ends the worker
 DTYPES = {np.dtype(t).str: np.dtype(t) for t in ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16",
@@ -75,6 +78,8 @@ def encode(value, handle_of=None) -> bytes:
             return {"d": [[str(k), enc(x)] for k, x in v.items()]}
         if isinstance(v, slice):
             return {"s": [v.start, v.stop, v.step]}
+        if isinstance(v, Seeded):
+            return {"g": v.seed}
         if handle_of is not None:
             h = handle_of(v)
             if h is not None:
@@ -117,6 +122,8 @@ def decode(payload: bytes, handle=None):
             return {str(k): dec(x) for k, x in v["d"]}
         if "s" in v:
             return slice(*v["s"])
+        if "g" in v:
+            return Seeded(int(v["g"]))
         if "h" in v:
             g, i, dtype, shape = v["h"]
             h = Handle(int(g), int(i), str(dtype), tuple(int(s) for s in shape))

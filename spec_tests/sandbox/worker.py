@@ -319,6 +319,7 @@ class Worker:
         impl, a = self.impl, self.arrays
         to_native = lambda x: a.to_native(x, impl.backend, dtype, impl.device)  # noqa: E731
         args, kwargs = a.map_arrays(args, to_native), a.map_arrays(kwargs, to_native)
+        kwargs = a.with_generators(kwargs, impl.backend, impl.device)  # dropout's generator=Seeded(seed)
         result, values = self._converted(self._function(fname), lambda r: a.map_arrays(r, a.to_numpy), args, kwargs,
                                          nonce)
         first = result[0] if type(result) in (tuple, list) and result else result
@@ -387,7 +388,7 @@ class Worker:
         used = own + tuple((obj, name, getattr(obj, name)) for obj, names in (
             (json, ("dumps", "loads")), (struct, ("pack", "unpack", "unpack_from")), (os, ("read", "write", "_exit")),
             (select, ("poll",)), (np, ("frombuffer", "ascontiguousarray", "asarray")),
-            (self.arrays, ("to_native", "to_numpy", "map_arrays", "is_native", "native_dtype_name")),
+            (self.arrays, ("to_native", "to_numpy", "map_arrays", "is_native", "native_dtype_name", "with_generators")),
             (wire, ("encode", "decode", "read", "write", "_wait", "_read_exactly"))) for name in names) + tuple(
             (Worker, name, vars(Worker)[name]) for name in methods)
         review: list = []
