@@ -786,6 +786,69 @@ FIGURES["paged_block_table"] = (
     "it points into, each slot labelled with its token; the other slots hold noise")
 
 
+
+# ------------------------------------------------------------------------------------ POISON, DROPOUT
+# (the masks chapter's poison figure; the dropout chapter's figure of two heads' patterns)
+
+def hidden_poison(path: Path) -> Path:
+    """A padding mask with NaN at the hidden key, and the outputs: P V alone (0 * NaN) against V zeroed first."""
+    from reference import attention_weights, scaled_dot_product_attention
+
+    plt = _pyplot()
+    L_q, L_k = 4, 5
+    allowed = np.ones((L_q, L_k), dtype=bool)
+    allowed[:, 3] = False  # key 3: padding, no query sees it
+    allowed[0, 1:] = False  # query 0 sees key 0 only
+    q, k, v = (np.random.default_rng(s).standard_normal(shape) for s, shape in ((0, (L_q, 2)), (1, (L_k, 2)),
+                                                                                   (2, (L_k, 1))))
+    k[3], v[3] = np.nan, np.nan
+    p = attention_weights(q, k, mask=allowed)
+    with np.errstate(invalid="ignore"):
+        leaked = (p @ v)[:, 0]  # 0 * NaN = NaN in every row
+    safe = scaled_dot_product_attention(q, k, v, mask=allowed)[:, 0]
+    fig, axes = plt.subplots(1, 2, figsize=(6.4, 3.0), gridspec_kw={"width_ratios": [5, 2.2]})
+    _grid(axes[0], allowed, "mask; key 3 holds NaN", values=p)
+    axes[0].text(3, -0.9, "NaN", ha="center", va="bottom", color="#B00020", fontsize=10)
+    ax = axes[1]
+    ax.axis("off")
+    ax.set_title("output of each query")
+    ax.text(0.0, 0.92, "P V        zeroed", transform=ax.transAxes, fontsize=9)
+    for i in range(L_q):
+        y = 0.75 - 0.2 * i
+        ax.text(0.0, y, f"{leaked[i]:.2f}", transform=ax.transAxes, fontsize=10, color="#B00020")
+        ax.text(0.55, y, f"{safe[i]:.2f}", transform=ax.transAxes, fontsize=10, color=SEEN)
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+def dropout_heads(path: Path) -> Path:
+    """Causal weights of one head and the same weights after dropout p = 0.5 in two heads: own patterns, kept x 2."""
+    from reference import attention_weights
+    from reference.dropout import dropout
+
+    plt = _pyplot()
+    L = 5
+    q, k = np.random.default_rng(3).standard_normal((L, 2)), np.random.default_rng(4).standard_normal((L, 2))
+    p = attention_weights(q, k, is_causal=True)  # (L, L)
+    both = dropout(np.stack([p, p]), 0.5, np.random.default_rng(5))  # (2, L, L): one draw per weight and head
+    fig, axes = plt.subplots(1, 3, figsize=(6.6, 2.6))
+    _grid(axes[0], p > 0, "weights $P$", values=p)
+    for h in range(2):
+        _grid(axes[h + 1], both[h] > 0, f"head {h}: $P M / (1 - p)$", ylabel="", values=both[h])
+    fig.tight_layout(w_pad=0.6)
+    return _save(fig, path)
+
+
+FIGURES["hidden_poison"] = (
+    "masks", hidden_poison,
+    "A four by five mask whose hidden key 3 holds NaN, the weights in the visible cells, and each query's output: "
+    "NaN in every row from P times V alone, finite once the values no query sees are zeroed")
+FIGURES["dropout_heads"] = (
+    "dropout", dropout_heads,
+    "Causal attention weights of five queries, and the same weights after dropout with p = 0.5 in two heads: "
+    "different cells dropped in each head, the kept ones doubled")
+
+
 def write_all(directory: Path = FIGURE_DIR) -> list[Path]:
     """Draw every figure into `directory` as NAME.svg; returns the paths."""
     import matplotlib

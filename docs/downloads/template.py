@@ -59,6 +59,17 @@ def scaled_dot_product_attention(q, k, v, mask=None, is_causal=False, scale=None
     - `return_lse=True` (later chapter, docs/log_sum_exp.md): return (out, lse), lse (..., L_q)
       the log of each row's softmax denominator, m + log sum_j exp(S_ij - m) over the visible
       keys (and the sink), -inf for a row that sees no key. See merge_attention.
+    - Poison at hidden positions (docs/masks.md): NaN or inf in k or v of a key no query sees,
+      or in k of a key hidden from a row, must not reach that output. 0 * NaN is NaN, so hide
+      scores with `where` (not by adding -inf or multiplying by 0) and zero the values of keys
+      no query weighs before P @ v.
+    - Degenerate sizes (docs/sdpa.md): L_q = 0 gives (..., 0, d_v); L_k = 0 gives rows of 0 (a
+      max over no keys must not raise: NumPy's max needs initial=-inf). A negative explicit
+      `scale` is used as given (never abs(scale)).
+    - Dropout (later chapter, docs/dropout.md; add `dropout_p=0.0, generator=None` here and to
+      attention_weights when you take it): each weight of P kept with probability 1 - p and
+      scaled by 1 / (1 - p), one draw per weight and head from `generator` (np.random.Generator
+      or torch.Generator); p = 0 is the identity; 0 <= p < 1, else ValueError naming dropout_p.
     - Outputs keep the input dtype (under NumPy 2, float32 * np.float64(s) is float64;
       multiply by a Python float instead).
 
@@ -129,6 +140,10 @@ def multi_head_attention(query, key, value, weights, num_heads, mask=None, is_ca
     divide H; w_k and w_v (and b_k, b_v) are then (D, G*d_k) and (G*d_k,), holding G K/V
     heads, and query head h reads K/V head h // (H / G): consecutive query heads share one
     (not h % G). G = 1 is multi-query attention.
+
+    Dropout (later chapter, docs/dropout.md): `dropout_p=0.0, training=False, generator=None`;
+    weights are dropped only when training=True. In evaluation (training=False) there is no
+    dropout whatever dropout_p says.
 
     Raise ValueError if D % num_heads != 0 (say both numbers), num_heads < 1, num_kv_heads
     does not divide num_heads (say both), a weight or bias has the wrong shape, or the mask

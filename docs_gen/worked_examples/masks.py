@@ -1,7 +1,7 @@
 """Worked example: causal masks for L_q != L_k, a padding mask, their AND, and a query that sees nothing."""
 import numpy as np
 
-from reference import attention_weights, causal_mask, padding_mask, visible
+from reference import attention_weights, causal_mask, padding_mask, scaled_dot_product_attention, visible
 
 np.set_printoptions(precision=4, suppress=True)
 
@@ -24,3 +24,13 @@ print(visible(pad[0, 0], True, 4, 4).astype(int))
 q, k = np.ones((3, 2)), np.ones((2, 2))
 print("attention_weights(3 queries, 2 keys, causal) =")
 print(attention_weights(q, k, is_causal=True))
+
+# Poison at a padding key: NaN in its key and value. The weight there is exactly 0, but 0 * NaN = NaN,
+# so P @ V alone would return NaN; the reference zeroes the values no query weighs first.
+q, k, v = np.ones((2, 2)), np.array([[1.0, 0.0], [np.nan, np.nan]]), np.array([[3.0], [np.nan]])
+pad = np.array([True, False])  # key 1 is padding
+p = attention_weights(q, k, mask=pad)
+print("weights with a NaN padding key =", p.tolist())
+with np.errstate(invalid="ignore"):
+    print("P @ V without zeroing          =", (p @ v).ravel())
+print("scaled_dot_product_attention   =", scaled_dot_product_attention(q, k, v, mask=pad).ravel())

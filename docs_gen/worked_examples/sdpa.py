@@ -1,7 +1,7 @@
 """Worked example: masked softmax on a (2, 2, 4) input, then attention on a tiny Q, K, V."""
 import numpy as np
 
-from reference import masked_softmax, scaled_dot_product_attention
+from reference import attention_weights, masked_softmax, scaled_dot_product_attention
 
 np.set_printoptions(precision=4, suppress=True)
 
@@ -32,3 +32,10 @@ print("out =")
 print(out)
 # Query 1's scores are [0, 4, 4] / sqrt(2): keys 1 and 2 share almost all the weight,
 # so its output is close to the mean of V's rows 1 and 2, (2.5, 7.5).
+
+# Degenerate sizes: no keys (L_k = 0) makes every row dead, so the output is 0 of shape (L_q, d_v).
+print("L_k = 0:", scaled_dot_product_attention(np.ones((2, 3)), np.ones((0, 3)), np.ones((0, 4))))
+# A negative scale is used as given: the least similar key gets the most weight.
+q1, k3 = np.array([[1.0, 0.0]]), np.array([[1.0, 0.0], [0.0, 1.0], [-1.0, 0.0]])
+print("weights, scale = +2:", attention_weights(q1, k3, scale=2.0).round(4))
+print("weights, scale = -2:", attention_weights(q1, k3, scale=-2.0).round(4))
