@@ -50,8 +50,8 @@ def _attend(q, k, v, mask, is_causal, scale, bias, softcap):
                          "would have to be merged into one float mask by hand")
     q, k, v = (np.asarray(a) for a in (q, k, v))
     lead = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
-    L_q, L_k = q.shape[-2], k.shape[-2]
-    q4, k4, v4 = (np.ascontiguousarray(np.broadcast_to(a, (*lead, *a.shape[-2:])).reshape(-1, 1, *a.shape[-2:]))
+    L_q, L_k, N = q.shape[-2], k.shape[-2], int(np.prod(lead, dtype=np.int64))
+    q4, k4, v4 = (np.ascontiguousarray(np.broadcast_to(a, (*lead, *a.shape[-2:])).reshape(N, 1, *a.shape[-2:]))
                   for a in (q, k, v))
     feeds = {"Q": q4, "K": k4, "V": v4}
     extra = mask if mask is not None else bias
@@ -60,7 +60,7 @@ def _attend(q, k, v, mask, is_causal, scale, bias, softcap):
         extra = np.asarray(extra)
         kind = "bool" if extra.dtype == np.bool_ else "float"
         feeds["attn_mask"] = np.ascontiguousarray(
-            np.broadcast_to(extra, (*lead, L_q, L_k)).reshape(-1, 1, L_q, L_k)).astype(extra.dtype if kind == "bool" else q.dtype)
+            np.broadcast_to(extra, (*lead, L_q, L_k)).reshape(N, 1, L_q, L_k)).astype(extra.dtype if kind == "bool" else q.dtype)
     attributes = {"is_causal": int(bool(is_causal)), "qk_matmul_output_mode": 3}
     if scale is not None:
         attributes["scale"] = float(scale)

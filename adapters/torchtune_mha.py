@@ -8,7 +8,8 @@ Conversions (as torchtune's documentation asks of a user):
   heads `k_proj` and `v_proj` are (G*d_k, D). Biases go to the Linears' `bias` (a missing one is 0; none
   at all is `bias=False`).
 - Keys and values: the module's `forward(x, y)` projects keys and values from one input, `y`: a `key`
-  that differs from `value` is out of scope (self-attention passes one array three times).
+  that differs from `value` is out of scope (self-attention passes one array three times), and so are
+  gradients with respect to key and value as two inputs.
 - The mask: torchtune's boolean mask is (B, L_q, L_k) with True = may attend, the contract's polarity;
   the contract's (B, 1, L_q, L_k) or (L_q, L_k) is broadcast to it. A mask per head has no place there:
   out of scope.
@@ -53,6 +54,9 @@ def multi_head_attention(query, key, value, weights, num_heads, mask=None, is_ca
     if key.shape != value.shape or not torch.equal(key, value):
         raise OutOfScope("torchtune's MultiHeadAttention projects keys and values from one input (forward(x, y)): "
                          "key and value must be the same array")
+    if key is not value and (key.requires_grad or value.requires_grad):
+        raise OutOfScope("torchtune's MultiHeadAttention takes keys and values as one input (y): its gradients "
+                         "with respect to key and to value cannot be told apart")
     if mask is not None:
         mask = mask.reshape((1,) * (4 - mask.dim()) + tuple(mask.shape))  # as it broadcasts to (B, H, L_q, L_k)
         if mask.shape[1] != 1:
@@ -62,4 +66,4 @@ def multi_head_attention(query, key, value, weights, num_heads, mask=None, is_ca
     kwargs = {}
     if mask is not None:
         kwargs["mask"] = mask[:, 0].expand(B, L_q, L_k)
-    return torch.func.functional_call(mha, params, (query, key), kwargs)
+    return torch.func.functional_call(mha, params, (query, key), kwargs, strict=True)

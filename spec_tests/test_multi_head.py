@@ -49,6 +49,33 @@ def _head_mask(case: MHACase, h: int):
     return m[:, h].copy()
 
 
+def _one_head_weights(case: MHACase, h: int) -> dict:
+    """Weights of one head of size D that computes head h: W_Q, W_K, W_V keep head h's columns in their first d_k
+    (W_Q and b_Q times sqrt(D / d_k), so that the head's 1/sqrt(D) scales the scores by 1/sqrt(d_k)), W_O = I."""
+    D, d_k, blk = case.D, case.d_k, _block(h, case.d_k)
+    w = {"w_o": np.eye(D)}
+    for name, factor in (("q", np.sqrt(D / d_k)), ("k", 1.0), ("v", 1.0)):
+        w[f"w_{name}"] = np.zeros((D, D))
+        w[f"w_{name}"][:, :d_k] = case.weights[f"w_{name}"][:, blk] * factor
+        if f"b_{name}" in case.weights:
+            w[f"b_{name}"] = np.zeros(D)
+            w[f"b_{name}"][:d_k] = case.weights[f"b_{name}"][blk] * factor
+    return w
+
+
+def _head_output(impl, case: MHACase, h: int):
+    """Head h's attention output, (B, L_q, d_k): the implementation's scaled dot-product attention of head h's
+    projections; for a module with multi-head attention only, its multi-head attention with one head that computes
+    head h (_one_head_weights: the first d_k output columns are that head's attention output)."""
+    if impl.callable("scaled_dot_product_attention"):
+        return impl.scaled_dot_product_attention(*_head_inputs(case, h, impl), mask=_head_mask(case, h),
+                                                 is_causal=case.is_causal)
+    mask = _head_mask(case, h)
+    out = impl.multi_head_attention(case.query, case.key, case.value, _one_head_weights(case, h), 1,
+                                    mask=None if mask is None else mask[:, None], is_causal=case.is_causal)
+    return out[..., :case.d_k]
+
+
 # ---------------------------------------------------------------------------------- MHA-1
 @claim("MHA-1")
 @pytest.mark.parametrize("B, L_q, L_k, H, d_k, self_attention",
@@ -120,7 +147,7 @@ def test_identity_output_projection_exposes_each_head(impl, case):
     out = check.oracle(impl, MHA, *case.args, **case.kwargs)
     for h in range(case.num_heads):
         q, k, v = _head_inputs(case, h, impl)
-        head = impl.scaled_dot_product_attention(q, k, v, mask=_head_mask(case, h), is_causal=case.is_causal)
+        head = _head_output(impl, case, h)
         check.close(impl, out[..., _block(h, case.d_k)], head,
                     f"with W_O = I, output columns {h * case.d_k}:{(h + 1) * case.d_k} are head {h}'s attention output",
                     size=tolerance.attention_size(q, k, v))
@@ -132,8 +159,7 @@ def test_identity_output_projection_exposes_each_head(impl, case):
 def test_fused_projection_equals_separate_heads(impl, case):
     """The fused D x D projection equals H separate D x d_k projections run one head at a time."""
     out = impl.multi_head_attention(*case.args, **case.kwargs)
-    heads = [impl.scaled_dot_product_attention(*_head_inputs(case, h, impl), mask=_head_mask(case, h), is_causal=case.is_causal)
-             for h in range(case.num_heads)]
+    heads = [_head_output(impl, case, h) for h in range(case.num_heads)]
     concat = np.concatenate(heads, axis=-1)  # (B, L_q, H*d_k)
     separate = concat @ case.weights["w_o"] + case.weights.get("b_o", 0.0)
     check.close(impl, out, separate, "fused multi-head attention equals H separate heads, concatenated, times W_O",
@@ -177,8 +203,7 @@ def test_multi_head_attention_matches_oracle(impl, case):
 def test_one_head_is_single_head_attention_with_projections(impl, case):
     """H = 1: softmax((x W_Q + b_Q)(x W_K + b_K)^T / sqrt(D)) (x W_V + b_V) W_O + b_O."""
     out = check.oracle(impl, MHA, *case.args, **case.kwargs)
-    q, k, v = _head_inputs(case, 0, impl)
-    single = impl.scaled_dot_product_attention(q, k, v, mask=_head_mask(case, 0), is_causal=case.is_causal)
+    single = _head_output(impl, case, 0)
     expected = single @ case.weights["w_o"] + case.weights.get("b_o", 0.0)
     check.close(impl, out, expected, "one head equals scaled dot-product attention of the projections, times W_O",
                 size=tolerance.multi_head_size(*case.args))
