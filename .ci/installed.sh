@@ -8,6 +8,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
 python -c "import nbformat" 2>/dev/null || pip install -q -c constraints.txt nbformat  # writes the test notebook
+rm -rf build  # a stale build/lib would put old copies of the packages in the wheel
 pip wheel . --no-deps --no-build-isolation -q -w "$work/wheel"
 python -m venv "$work/venv"
 "$work/venv/bin/pip" install -q -c constraints.txt "$work"/wheel/mha_spec-*.whl 2>&1 | grep -v "^WARNING: Location" || true
@@ -59,4 +60,16 @@ site=$(python -c "import spec_tests, pathlib; print(pathlib.Path(spec_tests.__fi
 pytest --pyargs spec_tests --impl mine.py --claim LN-1 -q > run.log 2>&1 || { tail -n 40 run.log >&2; exit 1; }
 mha-spec check mine.py --claim LN-1 -q > run.log 2>&1 || { tail -n 40 run.log >&2; exit 1; }
 if [ -e "$site/.pytest_cache" ] || [ ! -d .pytest_cache ]; then echo "pytest's cache is not in the learner's folder" >&2; exit 1; fi
-echo "installed package: correct file, buggy file and notebook checked as expected"
+# One top-level name in site-packages (reference/, impls/, grader/, adapters/ are inside spec_tests/bundled/), and
+# a plain Python of the venv does not see them; grading works from the installed package.
+tops=$(python - <<'PY'
+import importlib.metadata as m
+files = m.distribution("mha-spec").files
+print(" ".join(sorted({f.parts[0] for f in files if not f.parts[0].endswith(".dist-info") and f.parts[0] != ".." and len(f.parts) > 1})))
+PY
+)
+if [ "$tops" != "spec_tests" ]; then echo "the wheel installs top-level names: $tops (want spec_tests only)" >&2; exit 1; fi
+if python -c "import reference" 2>/dev/null; then echo "the wheel's reference is importable without spec_tests" >&2; exit 1; fi
+python -m spec_tests.grade mine.py --out graded > grade.log 2>&1 || { tail -n 40 grade.log >&2; exit 1; }
+grep -q '"score": 100' graded/results.json || { echo "the installed grader did not give full marks" >&2; tail -n 20 grade.log >&2; exit 1; }
+echo "installed package: correct file, buggy file and notebook checked as expected; one top-level name; graded"

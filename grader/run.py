@@ -31,12 +31,12 @@ from pathlib import Path
 
 from grader import uploads
 from grader.rubric import Rubric, tested_claims
-from spec_tests.harness import rootdir
+from spec_tests.harness import packages, rootdir
 from spec_tests.sandbox import limits as limits_mod
 from spec_tests.sandbox.session import REVIEW_LINE
 
-ROOT = Path(__file__).resolve().parents[1]
-SPEC_DIR = ROOT / "spec_tests"
+ROOT = packages.SUITE_ROOT  # the folder holding spec_tests/ (the repository, or site-packages)
+SPEC_DIR = packages.SPEC_TESTS
 UNUSED_PLUGINS = ("cacheprovider", "xdist", "benchmark", "unraisableexception")  # start-up time, not needed
 
 
@@ -170,7 +170,8 @@ def _launch(groups, rubric: Rubric, workdir: Path, entry: Path, env: dict, first
     runs = []
     for i, modules in enumerate(groups, first):
         report, stream, log = workdir / f"report{i}.json", workdir / f"progress{i}.jsonl", workdir / f"pytest{i}.log"
-        cmd = [sys.executable, "-m", "pytest", "-q", "--no-header", "-p", "grader.progress",
+        cmd = [sys.executable, "-m", "pytest", "-q", "--no-header",
+               "-p", "spec_tests.plugin", "-p", "grader.progress",  # the suite's first: it finds grader/ (packages.py)
                "--assert=plain",  # spec tests assert through check.py; rewriting every module would cost seconds
                "--tb=native",  # pytest's own traceback style parses each frame's source file: ~0.3 s per failure
                *[f"-p no:{p}" for p in UNUSED_PLUGINS], "--rootdir", str(ROOT), "-c", str(rootdir.config_file()),

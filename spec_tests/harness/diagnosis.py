@@ -37,9 +37,9 @@ from pathlib import Path
 
 import numpy as np
 
-from spec_tests.harness import arrays, failure_shape, feedback, probes, tolerance
+from spec_tests.harness import arrays, failure_shape, feedback, packages, probes, tolerance
 
-MUTANTS_DIR = Path(__file__).resolve().parents[2] / "impls" / "mutants"
+MUTANTS_DIR = packages.location("impls") / "mutants"
 MAX_ELEMENTS = 5_000_000  # inputs larger than this are not replayed (the diagnosis must stay cheap)
 MAX_CALLS = 4
 NUMPY_DTYPES = ("float64", "float32")

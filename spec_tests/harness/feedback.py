@@ -190,7 +190,7 @@ def reproduction(call, extra_calls=()) -> str:
     subject = call.subject
     spec = current().impl_spec or subject.impl.path or subject.name
     head = ["import numpy as np"] + (["import torch"] if subject.backend == "torch" else [])
-    head += ["import reference  # the float64 reference", "from spec_tests import load_impl",
+    head += ["from spec_tests import load_impl", "import reference  # the float64 reference (found through spec_tests)",
              f"impl = load_impl({spec!r})", _cast_line(subject)]
     saved: dict[str, np.ndarray] = {}
     body: list[str] = []

@@ -20,7 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 
-IMPLS_DIR = Path(__file__).resolve().parents[2] / "impls"
+from spec_tests.harness import packages
+
+IMPLS_DIR = packages.location("impls")
 ENV_VAR = "MHA_SPEC_IMPL"
 NOT_IN_ALL = {"template"}  # the learner's starting point raises NotImplementedError everywhere
 
@@ -88,7 +90,7 @@ class Implementation:
 
 def adapter_names() -> list[str]:
     """The library adapters shipped in adapters/ (adapters/__init__.py)."""
-    return sorted(p.stem for p in (IMPLS_DIR.parent / "adapters").glob("*.py") if not p.stem.startswith("_"))
+    return sorted(p.stem for p in packages.location("adapters").glob("*.py") if not p.stem.startswith("_"))
 
 
 def builtin_names(include_template: bool = False) -> list[str]:
