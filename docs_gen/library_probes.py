@@ -34,9 +34,13 @@ def _native(impl, x):
 
 def _through_mha(impl, q, k, v, mask=None, is_causal=False):
     """Attention through multi-head attention with one head and identity projections (W = 1 for D = 1):
-    how a module with multi-head attention only answers the attention questions."""
+    how a module with multi-head attention only answers the attention questions. Where the question's keys
+    are 0 (every score 0), the keys are the values and W_K = 0 instead, which gives the same scores: a module
+    that projects keys and values from one input (torchtune, x-transformers) answers too."""
     one = np.ones((1, 1))
     w = {"w_q": one, "w_k": one, "w_v": one, "w_o": one}
+    if not np.any(k):
+        k, w["w_k"] = v, np.zeros((1, 1))
     m = None if mask is None else mask[None, None]  # (1, 1, L_q, L_k)
     return impl.multi_head_attention(*(_native(impl, a[None]) for a in (q, k, v)), _native(impl, w), 1,
                                      mask=_native(impl, m), is_causal=is_causal)
@@ -141,6 +145,10 @@ module with multi-head attention only answers it through one head of identity pr
     rng = np.random.default_rng(1)
     q, k, v = (rng.standard_normal((4, 1)) for _ in range(3))
     fn = getattr(impl, "scaled_dot_product_attention", None)
+    if fn is None and not hasattr(impl, "multi_head_attention"):
+        return "no such function"
+    if fn is None:
+        v = k  # through multi-head attention, keys and values one input (what every such module takes)
     try:
         out = _numpy(fn(*(_native(impl, a) for a in (q, k, v))) if fn else _through_mha(impl, q, k, v)[0])
     except OutOfScope as exc:
