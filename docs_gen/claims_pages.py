@@ -279,6 +279,9 @@ def bugs_page(claims: dict[str, Claim], mutants: list[KnownBug]) -> str:
         for m in mine:
             out += [f"### {readable_name(m.name)} {{ #{bug_anchor(m)} }}", ""]
             out += _bug_admonition(m, claims, "", feedback=True, fails_table=fails.exists())
+    killed = FRAGMENTS_DIR / "mutation.kill_rate.md"  # docs_gen/validation.py: the generated mutants' kill rate
+    if killed.exists():
+        out += ["## Generated mutants { #generated-mutants }", "", f'--8<-- "{rel(killed)}"', ""]
     if fails.exists():
         out += ["## Claims each bug fails { #claims-each-bug-fails }", "",
                 "A bug rarely breaks one claim only. This table, from a run of the whole suite against every",
