@@ -196,8 +196,9 @@ def _calls(data: dict) -> list:
     return calls[-MAX_CALLS:]
 
 
-def _minimal_matches(subject, calls) -> list:
-    """The mutants that do on the minimal input what the implementation did, where the correct base does not."""
+def _minimal_matches(subject, calls) -> tuple[list, object]:
+    """(the mutants that do on the minimal input what the implementation did, where the correct base does not;
+    the call the implementation fails: the last one where it parts from the base)."""
     judged = subject.dtype
     seen = [_observed(c) for c in calls]
     seen_repeats = _repeats(calls, seen)
@@ -212,9 +213,11 @@ def _minimal_matches(subject, calls) -> list:
         if name == "_base":
             replayed = [_replay(module, c, dtype) for c in inputs]
             base = (replayed, _repeats(calls, replayed), dtype)
+            parted = [c for c, r, s in zip(calls, replayed, seen) if not _same(r, s, judged, dtype == judged)]
+            failing = parted[-1] if parted else calls[-1]
             continue
         if base is None:
-            return []
+            return [], calls[-1]
         replayed = []
         for c, s in zip(inputs, seen):  # most mutants part from the implementation at the first call
             replayed.append(_replay(module, c, dtype))
@@ -227,9 +230,10 @@ def _minimal_matches(subject, calls) -> list:
             if repeats == base[1] and all(_same(r, b, judged, dtype == base[2]) for r, b in zip(replayed, base[0])):
                 continue  # it does what the correct base does here: this is not the bug that shows
             matches.append((name, module))
-    return matches
+    return matches, (failing if base is not None else calls[-1])
 
 
+GONE, RULED_OUT, SEVERAL = "gone", "ruled out", "several"  # why _the_one names no candidate
 # (implementation's name, known bug's name) -> the claims whose failures named it, in this run
 NAMED: dict[tuple[str, str], list[str]] = {}
 
@@ -238,10 +242,9 @@ def diagnose(data: dict):
     """The known bug that is the one (see the module docstring), else what the failure looks like."""
     subject = data.get("subject")
     calls = _calls(data)
-    looks = _looks_like(data, subject)
     if subject is None or not calls or any(_size(c) > MAX_ELEMENTS for c in calls):
-        return looks
-    candidates = _minimal_matches(subject, calls)
+        return _looks_like(data, subject)
+    candidates, failing = _minimal_matches(subject, calls)
     claims = [c for c in data.get("claims") or () if c]
     for name, module in candidates:  # one bug, one cause: a bug already named explains this failure too
         before = NAMED.get((subject.name, name))
@@ -252,46 +255,82 @@ def diagnose(data: dict):
         text = f"the known bug already named for {', '.join(before)} explains this failure too: {module.BUG}"
         before += [c for c in claims if c not in before]
         return text
+    why, kept = "", []
     if candidates:
-        one = _the_one(subject, calls, candidates)
-        if one is not None:
-            named = NAMED.setdefault((subject.name, one[0]), [])
+        kept, why = _the_one(subject, calls, failing, candidates)
+        if not why:
+            named = NAMED.setdefault((subject.name, kept[0][0]), [])
             named += [c for c in claims if c not in named]
-            return "this matches a known bug: " + one[1].BUG
-    return looks
+            return "this matches a known bug: " + kept[0][1].BUG
+    return _looks_like(data, subject, why, sorted(kept, key=lambda m: getattr(m[1], "CAUGHT_BY", "") not in claims))
 
 
-def _looks_like(data: dict, subject):
-    """("looks like", the failure in words) when a comparison failed, else None."""
-    if data.get("seen") is None or data.get("expected") is None:
-        return None
-    text = failure_shape.looks_like(data["expected"], data["seen"], getattr(subject, "dtype", "float64"),
-                                    data["calls"][0].fname if data.get("calls") else "")
-    return ("looks like", "no known bug is the one; " + text) if text else None
+WHY = {"": "no known bug matches it",
+       GONE: "on this input it resembles a known bug, but on further inputs the failure does not show again, "
+             "so no cause is named",
+       RULED_OUT: "on this input it resembles a known bug, but further inputs rule it out, so no cause is named",
+       SEVERAL: "more than one known bug explains it alike, even on further inputs, so none is named"}
+MAX_LISTED = 4  # known bugs listed when several explain a failure alike
+
+
+def _looks_like(data: dict, subject, why: str = "", alike=()):
+    """("looks like", the failure in words, and why no known bug is named), or ("known bugs", why) when the
+    failure is no comparison of values; None when there is nothing to say. Known bugs that behave alike on
+    every input tried are listed as candidates (none of them is the cause, any could be)."""
+    text = None
+    if data.get("seen") is not None and data.get("expected") is not None:
+        text = failure_shape.looks_like(data["expected"], data["seen"], getattr(subject, "dtype", "float64"),
+                                        data["calls"][0].fname if data.get("calls") else "")
+    reason = WHY[why] + ("; the candidates: " + "; ".join(
+        f"({n}) {m.BUG} [{m.CAUGHT_BY}]" for n, (_, m) in enumerate(alike[:MAX_LISTED], 1)) if alike else "")
+    if text:
+        return "looks like", f"{text} ({reason})"
+    return ("known bugs", reason) if why else None
 
 
 # ------------------------------------------------------------------------ telling candidates apart
-def _the_one(subject, calls, candidates: list):
-    """The one candidate that also does what the implementation does on every further input (probes.py),
-    where on some of them the implementation fails again (differs from the correct base); else None."""
+
+
+def _asked(subject, probe, twice: bool) -> tuple:
+    """(what the implementation did on a probe, and when asked `twice` whether the two results were
+    bit-identical), inside torch.autocast when the test's call was."""
+    ask = _on_subject_native if probe.native else _on_subject
+    with _autocast("torch", probe.autocast):
+        first = ask(subject, probe)
+        return first, (_identical(first.result, ask(subject, probe).result) if twice else None)
+
+
+def _replayed(module, probe, dtype: str, twice: bool) -> tuple:
+    first = _replay(module, probe, dtype)
+    return first, (_identical(first.result, _replay(module, probe, dtype).result) if twice else None)
+
+
+def _alike(a: tuple, b: tuple, judged: str, compare_dtype: bool) -> bool:
+    """Two (behaviour, repeated bit-identically) of one probe agree; result dtypes compared when both are known."""
+    known = a[0].dtype is not None and b[0].dtype is not None
+    return a[1] == b[1] and _same(a[0], b[0], judged, compare_dtype and known)
+
+
+def _the_one(subject, calls, failing, candidates: list) -> tuple:
+    """(survivors, why): the candidates that also do what the implementation does on every further input
+    (probes.py of the `failing` call), where on some of them the implementation fails again (differs from
+    the correct base). why is "" for exactly one survivor (it is the one), else GONE, RULED_OUT or SEVERAL."""
     judged = subject.dtype
-    asked = probes.probes(calls[-1], subject)
-    seen = [_on_subject(subject, p) for p in asked]
+    twice = bool(_repeats(calls, [_observed(c) for c in calls]))  # the check compared repeated calls
+    asked = probes.probes(failing, subject)
+    seen = [_asked(subject, p, twice or p.native) for p in asked]
     rounded = [_rounded(p, subject) for p in asked]
-    base = mutants(subject.backend == "torch")[0][1]
-    base_dtype = _replay_dtype(base, judged)
-    base_seen = [_replay(base, p, base_dtype) for p in (asked if base_dtype == judged else rounded)]
-    if all(_same(s, b, judged, False) for s, b in zip(seen, base_seen)):
-        return None  # the failure does not show again: the minimal input alone cannot name a bug
-    kept = []
-    for name, module in candidates:
+
+    def behaves(module) -> bool:
         dtype = _replay_dtype(module, judged)
         inputs = asked if dtype == judged else rounded
-        if all(_same(_replay(module, p, dtype), s, judged, False) for p, s in zip(inputs, seen)):
-            kept.append((name, module))
-            if len(kept) > 1:
-                return None
-    return kept[0] if kept else None
+        return all(_alike(_replayed(module, p, dtype, twice or p.native), s, judged, dtype == judged)
+                   for p, s in zip(inputs, seen))
+
+    if behaves(mutants(subject.backend == "torch")[0][1]):
+        return [], GONE  # the failure does not show again: the minimal input alone cannot name a bug
+    kept = [(name, module) for name, module in candidates if behaves(module)]
+    return kept, ("" if len(kept) == 1 else SEVERAL if kept else RULED_OUT)
 
 
 def _on_subject(subject, call) -> Behaviour:
@@ -304,6 +343,23 @@ def _on_subject(subject, call) -> Behaviour:
         raise
     except BaseException as exc:  # noqa: BLE001 - raising (or lacking a keyword) is a behaviour too
         return Behaviour(error=type(exc).__name__)
+    finally:
+        subject.history[:] = saved
+
+
+def _on_subject_native(subject, call) -> Behaviour:
+    """A probe with native arrays (call_native), observed as the test's own native call is: result, dtype, writes."""
+    saved = list(subject.history)
+    last = saved[-1] if saved else None
+    try:
+        with subject.expecting_error(), np.errstate(all="ignore"):
+            subject.call_native(call.fname, *subject.native(call.args), **subject.native(call.kwargs))
+        return _observed(subject.history[-1])
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException as exc:  # noqa: BLE001 - raising (or lacking a keyword) is a behaviour too
+        made = subject.history[-1] if subject.history and subject.history[-1] is not last else None
+        return Behaviour(error=(made.error if made is not None and made.error else type(exc).__name__))
     finally:
         subject.history[:] = saved
 

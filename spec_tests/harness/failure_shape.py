@@ -25,9 +25,12 @@ MAX_LISTED = 4  # rows or columns named one by one; more are counted
 
 
 def _listed(indices, total: int, what: str) -> str:
+    """"rows 0, 2 of 5", "row 3 of 4", "every row (all 4)"."""
     idx = [int(i) for i in indices]
+    if len(idx) == total:
+        return f"every {what} (all {total})"
     shown = ", ".join(map(str, idx[:MAX_LISTED])) + (f" and {len(idx) - MAX_LISTED} more" if len(idx) > MAX_LISTED else "")
-    return f"{what} {shown} of {total}" if len(idx) < total else f"every {what.rstrip('s')} ({total})"
+    return f"{what}{'s' if len(idx) > 1 else ''} {shown} of {total}"
 
 
 def _rows(a: np.ndarray) -> np.ndarray:
@@ -36,7 +39,7 @@ def _rows(a: np.ndarray) -> np.ndarray:
 
 def _factor(e: np.ndarray, s: np.ndarray, bound: float) -> float | None:
     big = np.abs(e) > max(bound * 4, 1e-300)
-    if not big.any():
+    if np.count_nonzero(big) < 2:  # one value is always some factor times another
         return None
     r = s[big] / e[big]
     ratio = float(np.median(r))
@@ -65,17 +68,18 @@ def _non_finite(e: np.ndarray, s: np.ndarray) -> str | None:
         return None
     rows = np.flatnonzero(_rows(bad).any(axis=1))
     kinds = " and ".join(k for k, m in (("NaN", np.isnan(s)), ("inf", np.isinf(s))) if (m & bad).any())
-    return f"{int(bad.sum())} {kinds} value(s) where the reference is finite, in {_listed(rows, _rows(e).shape[0], 'rows')}"
+    return f"{int(bad.sum())} {kinds} value(s) where the reference is finite, in {_listed(rows, _rows(e).shape[0], 'row')}"
 
 
 def _where_wrong(e: np.ndarray, s: np.ndarray, bound: float) -> list[str]:
     wrong = np.abs(s - e) > bound
     er, wr, sr = _rows(e), _rows(wrong), _rows(s)
     rows = np.flatnonzero(wr.any(axis=1))
-    out = [f"wrong values in {_listed(rows, er.shape[0], 'rows')} (a row is the last axis, length {er.shape[1]})"]
+    out = [f"wrong values in {_listed(rows, er.shape[0], 'row')} (rows along the last axis, {er.shape[1]} "
+           "value(s) each)"]
     cols = np.flatnonzero(wr.any(axis=0))
     if 0 < len(cols) < er.shape[1]:
-        out.append(f"only in {_listed(cols, er.shape[1], 'columns')}")
+        out.append(f"only in {_listed(cols, er.shape[1], 'column')}")
     if len(rows) and np.all(sr[rows] == 0) and not np.all(er[rows] == 0):
         out.append("the wrong rows are all zero")
     return out
@@ -88,10 +92,14 @@ def _sums(fname: str, e: np.ndarray, s: np.ndarray) -> str | None:
     live = np.abs(es - 1.0) < 1e-6
     if not live.any():
         return None
-    off = np.abs(ss[live] - 1.0)
-    if off.max() <= 1e-6:
-        return "the seen rows still sum to 1 (the weights are a distribution, over the wrong keys or with the wrong sizes)"
-    return f"the seen rows do not sum to 1 (sums from {float(ss[live].min()):.4g} to {float(ss[live].max()):.4g})"
+    hidden = (e == 0) & (s != 0)  # the reference's exact zeros: keys it hides
+    leak = ""
+    if hidden.any():
+        rows = np.flatnonzero(_rows(hidden).any(axis=1))
+        leak = f"; weight on {int(hidden.sum())} key(s) the reference gives exactly 0, in {_listed(rows, _rows(e).shape[0], 'row')}"
+    if np.abs(ss[live] - 1.0).max() <= 1e-6:
+        return "the seen rows still sum to 1 (a distribution, over the wrong keys or with the wrong sizes)" + leak
+    return f"the seen rows do not sum to 1 (sums from {float(ss[live].min()):.4g} to {float(ss[live].max()):.4g})" + leak
 
 
 def looks_like(expected, seen, dtype: str, fname: str = "") -> str | None:
@@ -120,7 +128,7 @@ def looks_like(expected, seen, dtype: str, fname: str = "") -> str | None:
             parts += [moved] if moved else []
             parts += _where_wrong(e, s, bound)
         err = float(np.abs(s - e).max())
-        parts.append(f"the largest error is {err / size:.2g} of the output's largest value" if size else
+        parts.append(f"the largest error is {100 * err / size:.3g}% of the largest expected value" if size else
                      f"the largest error is {err:.3g} where the output is 0")
         sums = _sums(fname, e, s)
         parts += [sums] if sums else []

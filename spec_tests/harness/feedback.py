@@ -84,6 +84,7 @@ _UNIT = {"float32": 2.0**-24, "float16": 2.0**-11, "bfloat16": 2.0**-8}
 # precision is the lowest, and a note naming another dtype would name one the run did not use).
 _LOWER = {"float64": ("float32", "float16", "bfloat16"), "float32": ("float16", "bfloat16")}
 _BAND = (0.25, 64.0)  # an error from a quarter of the lower dtype's unit to 64 units is "of its size"
+_BARE_BAND = 16.0  # without the values to show it, only an error of a few float32 units suggests float32
 
 
 def _exact_in(values: np.ndarray, low: str) -> bool:
@@ -98,7 +99,8 @@ def precision_note(expected, seen, dtype: str | None = None) -> str | None:
     values carry information (a nonzero finite one at least: zeros are exact in every dtype), the
     largest error relative to the output is of the lower dtype's size (_BAND of its unit roundoff, so not
     an error of 1e+300), and, for "every value seen is exactly a <low>", every seen value is one while
-    the expected ones are not and the values are not all exact in a still lower dtype."""
+    the expected ones are not and the values are not all exact in a still lower dtype. Without exact
+    values, only an error of a few float32 units (_BARE_BAND) is said to look like float32."""
     e, s = np.asarray(expected, dtype=np.float64), np.asarray(seen, dtype=np.float64)
     if dtype not in _LOWER or e.shape != s.shape or not e.size:
         return None
@@ -115,10 +117,10 @@ def precision_note(expected, seen, dtype: str | None = None) -> str | None:
         if not any(_exact_in(f, x) for x in lower):
             return (f"every value seen is exactly a {low}, and the error (relative {rel:.2g}) is {low}'s size: the "
                     f"computation ran in {low} (a torch.tensor(...) or .astype away?) and was cast back to {dtype}")
-    if fits:
-        low = fits[0]
-        return f"a relative error of {rel:.2g} is what computing in {low} gives (its unit roundoff is {_UNIT[low]:.2g})"
-    return None
+    if "float32" in fits and rel <= _BARE_BAND * _UNIT["float32"]:  # float32 steps inside, values not float32
+        return (f"a relative error of {rel:.2g} is what computing in float32 gives (its unit roundoff is "
+                f"{_UNIT['float32']:.2g})")
+    return None  # an error of half precision's size without half-precision values: a bug as likely as a dtype
 
 
 def describe(value) -> str:

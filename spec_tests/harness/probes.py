@@ -13,12 +13,15 @@ larger inputs that separate such look-alikes, deterministically:
                 cross-attention (L_q != L_k); the call's biases, mask and causal flag (and num_kv_heads)
     layer_norm  (3, 5) and (2, 3, 4) rows with an offset and a spread
     heads       split (2, 5, 6) into 3 and 2 heads, merge (2, 3, 5, 2)
-    every call  two more of its own shapes: its values each moved by about 10 %, and fresh ones
+    batched     the failing input itself, stacked with a nearby copy along a new batch axis
+    every call  two more of its own shapes: its values each moved by a twentieth of their row's spread
+                (an offset, a large score, a sign kept), and fresh ones
 
 Every array is small (at most a few hundred elements), so a probe costs what a test's call costs. The
 call's other keywords (scale, softcap, window_size, block sizes, ...) are kept as given; a keyword the
-implementation does not take is left out, and a probe whose input the call's keywords do not fit (sinks,
-segment ids) is not drawn.
+implementation does not take is left out, and a probe whose input the call's keywords do not fit (segment
+ids) is not drawn. A call made on native arrays (a dtype, in-place or determinism check) is probed
+natively, so those behaviours can show again.
 """
 
 from __future__ import annotations
@@ -34,12 +37,12 @@ ATTENTION = ("scaled_dot_product_attention", "attention_weights")
 ATTENTION_SHAPES = ((5, 5, 3, 2), (3, 6, 2, 4), (6, 3, 4, 1), (4, 4, 1, 3))
 LEAD = (2, 3)  # batch, heads
 MHA_SHAPES = ((6, 3), (6, 2), (8, 4))  # (D, H)
-SHAPE_FREE = ("mask", "bias", "is_causal")  # keywords whose arrays a probe of new shapes redraws
+SHAPE_FREE = ("mask", "bias", "is_causal")  # keywords a probe of new shapes redraws (and sinks, per head)
 
 
-def _with(call, args, kwargs):
+def _with(call, args, kwargs, native: bool = False):
     c = copy(call)
-    c.args, c.kwargs, c.native, c.after = tuple(args), dict(kwargs), False, None
+    c.args, c.kwargs, c.native, c.after = tuple(args), dict(kwargs), native, None
     return c
 
 
@@ -73,8 +76,11 @@ def _flags(subject, fname, kwargs) -> list[tuple[bool, bool]]:
 
 def _attention(rng, call, subject) -> list:
     kept = {k: v for k, v in call.kwargs.items() if k not in SHAPE_FREE}
-    if any(isinstance(v, np.ndarray) for v in kept.values()):
-        return []  # sinks or segment ids are shaped by the call: only fresh values of its own shapes
+    sinks = kept.pop("sinks", None)
+    segments = [kept.pop(k, None) is not None for k in ("q_segment_ids", "kv_segment_ids")]
+    if any(isinstance(v, np.ndarray) for v in kept.values()) or (sinks is not None and np.ndim(sinks) != 1) or \
+            any(np.ndim(call.kwargs[k]) != 1 for k, on in zip(("q_segment_ids", "kv_segment_ids"), segments) if on):
+        return []  # batched segment ids are shaped by the call: only its own shapes, batched or with new values
     dead = _has_dead_row(call.kwargs.get("mask")) if isinstance(call.kwargs.get("mask"), np.ndarray) else False
     flags = _flags(subject, call.fname, call.kwargs)
     size = max(1.0, float(np.abs(call.args[0]).max())) if np.size(call.args[0]) else 1.0  # scores as large
@@ -93,6 +99,11 @@ def _attention(rng, call, subject) -> list:
                 kwargs["mask"] = _visible(rng, LEAD + (L_q, L_k), dead)
             if isinstance(call.kwargs.get("bias"), np.ndarray):
                 kwargs["bias"] = rng.standard_normal(LEAD + (L_q, L_k))
+            if sinks is not None:  # one logit per head
+                kwargs["sinks"] = rng.standard_normal(LEAD[1])
+            for key, on, L in (("q_segment_ids", segments[0], L_q), ("kv_segment_ids", segments[1], L_k)):
+                if on:  # two documents, each with queries and keys
+                    kwargs[key] = (np.arange(L) >= L // 2).astype(np.int64)
             out.append(_with(call, args, kwargs))
     return out
 
@@ -150,23 +161,57 @@ SHAPED = {"scaled_dot_product_attention": _attention, "attention_weights": _atte
 
 
 def _fresh(rng, near: bool):
-    """New float values of the same shapes: near the call's own (each moved by about 10 %, so what made it
-    fail, a large score or a sign, is kept), or drawn afresh at its largest magnitude."""
+    """New float values of the same shapes: near the call's own (each moved by a twentieth of its row's
+    spread, so what made it fail, a large offset, a large score, a sign, is kept), or drawn afresh at the
+    array's largest magnitude."""
     def draw(a):
         if isinstance(a, np.ndarray) and a.dtype.kind == "f" and a.size:
-            size = float(np.nanmax(np.abs(a))) if np.isfinite(a).any() else 1.0
-            noise = rng.standard_normal(a.shape) * (size or 1.0)
-            return a * (1 + 0.1 * rng.standard_normal(a.shape)) + 0.1 * noise if near else noise
+            finite = np.where(np.isfinite(a), a, 0.0)
+            size = float(np.abs(finite).max()) or 1.0
+            if not near:
+                return rng.standard_normal(a.shape) * size
+            spread = finite.std(axis=-1, keepdims=True) if a.ndim else np.zeros(())
+            spread = np.where(spread > 0, spread, np.maximum(np.abs(finite), 1e-3 * size))
+            return np.where(np.isfinite(a), a + 0.05 * spread * rng.standard_normal(a.shape), a)
         return a
     return draw
 
 
+# The arguments (positions, keywords) that carry the leading axes, by function: a batched probe stacks each
+# with a nearby copy along a new first axis, so the failing input itself comes back, larger.
+BATCHED = {"scaled_dot_product_attention": ((0, 1, 2), ("mask", "bias")), "attention_weights": ((0, 1), ("mask", "bias")),
+           "layer_norm": ((0,), ()), "layer_norm_backward": ((0, 1), ()), "rotary_embedding": ((0,), ()),
+           "scaled_dot_product_attention_backward": ((0, 1, 2, 3), ("mask",)), "merge_attention": ((0, 1, 2, 3), ())}
+
+
+def _batched(rng, call) -> list:
+    where = BATCHED.get(call.fname)
+    if where is None or any(k.endswith("segment_ids") and v is not None for k, v in call.kwargs.items()):
+        return []
+    positions, keywords = where
+    if len(call.args) <= max(positions) or not all(isinstance(call.args[i], np.ndarray) for i in positions):
+        return []
+    rank = call.args[positions[0]].ndim
+    near = _fresh(rng, True)
+
+    def stack(a):
+        if not isinstance(a, np.ndarray) or a.ndim < rank:  # broadcast over the new axis as it is
+            return a
+        return np.stack([a, near(a) if a.dtype.kind == "f" else a])
+
+    args = [stack(a) if i in positions else a for i, a in enumerate(call.args)]
+    kwargs = {k: stack(v) if k in keywords else v for k, v in call.kwargs.items()}
+    return [_with(call, args, kwargs, call.native)]
+
+
 def probes(call, subject) -> list:
-    """The further inputs for `call`'s function (see the module's docstring). Deterministic."""
+    """The further inputs for `call`'s function (see the module's docstring). Deterministic. A call made with
+    native arrays (a dtype or in-place check) is probed natively too."""
     rng = np.random.default_rng(SEED)
     shaped = SHAPED.get(call.fname)
-    out = shaped(rng, call, subject) if shaped is not None and not call.native else []
+    out = [_with(p, p.args, p.kwargs, call.native) for p in shaped(rng, call, subject)] if shaped is not None else []
+    out += _batched(rng, call)
     for near in (True, False):
         draw = _fresh(rng, near)
-        out.append(_with(call, arrays.map_arrays(call.args, draw), arrays.map_arrays(call.kwargs, draw)))
+        out.append(_with(call, arrays.map_arrays(call.args, draw), arrays.map_arrays(call.kwargs, draw), call.native))
     return out
