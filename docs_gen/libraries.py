@@ -39,6 +39,14 @@ PACKAGES = {"pytorch": "torch", "hf": "transformers", "jax": "jax", "onnx": "onn
             "xtransformers": "x-transformers"}  # an adapter's name prefix -> its package
 
 
+# Libraries the issue asked for that have no adapter here, and why (shown under the libraries table).
+NOT_ADAPTED = {
+    "timm (`timm.layers.Attention`)": "timm imports torchvision when it is imported, and the torchvision wheels on PyPI "
+                                      "are built against CUDA's torch (their compiled operators need libtorch_cuda), "
+                                      "so none installs beside the pinned CPU build of torch",
+}
+
+
 def package_of(adapter: str) -> str:
     return PACKAGES.get(adapter.split("_", 1)[0], "?")
 
@@ -146,7 +154,10 @@ def libraries_table(doc: dict) -> list[str]:
         out.append(f"| `{adapter}` | {text(entry_point(adapter))} | {pkg} {doc['versions'].get(pkg, '?')} | "
                    f"{entry['seconds']} | {s.count('passed')} | {s.count('failed')} | {s.count('out of scope')} | "
                    f"{s.count('not applicable')} |")
-    return out + [""]
+    out.append("")
+    for library, why in NOT_ADAPTED.items():
+        out += [f"Not adapted: {library}: {why}.", ""]
+    return out
 
 
 def _claim_link(cid: str) -> str:

@@ -28,6 +28,7 @@ def test_the_page_shows_the_matrix_the_questions_and_the_deviations():
     assert 'title="out of scope">scope<' in page  # the matrix cell, and its legend line
     assert "by its own declaration" in page
     assert "test_causal_is_bottom_right_aligned" in page and "is_causal=True" in page
+    assert "Not adapted: timm" in page  # a library without an adapter says why
     assert page == libraries.render(_doc())  # deterministic: the committed page can be checked
 
 
