@@ -381,17 +381,22 @@ def verdict(outsider: Outsider, lines: list[tuple[str, str]]) -> str:
 
 
 def measure(verbose: bool = True) -> dict:
+    """right / none / wrong over every (outsider, function judged), and over the outsiders (a bug is wrong
+    when any of its functions gets a wrong name, right when one gets a right name and none a wrong one)."""
     counts = {"right": 0, "none": 0, "wrong": 0}
+    bugs = {"right": 0, "none": 0, "wrong": 0}
     for name, variants in OUTSIDERS.items():
+        verdicts = []
         for outsider in variants:
             lines = causes_for(name, outsider)
-            v = verdict(outsider, lines)
-            counts[v] += 1
+            verdicts.append(verdict(outsider, lines))
+            counts[verdicts[-1]] += 1
             if verbose:
-                print(f"{v:5} {name} [{outsider.fname}]")
+                print(f"{verdicts[-1]:5} {name} [{outsider.fname}]")
                 for claim, text in lines:
                     print(f"        {claim}: {text[:160]}")
-    return counts
+        bugs["wrong" if "wrong" in verdicts else "right" if "right" in verdicts else "none"] += 1
+    return {"by function judged": counts, "by bug": bugs}
 
 
 if __name__ == "__main__":
