@@ -21,6 +21,11 @@ claims.toml holds them.
     python -m docs_gen.kill_rate                        # counts 1,2,4,8,16,25 x 5 samples, 2 jobs
     python -m docs_gen.kill_rate --counts 1,4 --samples 2 --chapters sdpa,masks
     python -m docs_gen.kill_rate --from build/kill_rate/kill_rate.json   # only re-render the table
+    python -m docs_gen.kill_rate --missing              # only the known bugs the committed data lacks, merged in
+
+`--missing` (or `--bugs a,b`) runs the same counts and samples as the committed data, with only those
+bugs, and merges each run into the committed run of the same chapter, count and sample: the other bugs'
+results stay as measured, and the data covers the whole catalogue (tests/test_example_counts.py checks it).
 
 Writes build/kill_rate/ (one report per run), docs_gen/data/kill_rate.json and the table fragment
 docs_gen/fragments/kill_rate.md that docs/conventions.md includes.
@@ -47,14 +52,15 @@ COUNTS = (1, 2, 4, 8, 16, 25)
 SAMPLES = 5
 
 
-def plan(chapters: list[str] | None = None) -> dict[str, dict[str, list[str]]]:
-    """chapter -> {bug: [its recorded claims in that chapter]}, for the bugs that can run here."""
+def plan(chapters: list[str] | None = None, bugs: list[str] | None = None) -> dict[str, dict[str, list[str]]]:
+    """chapter -> {bug: [its recorded claims in that chapter]}, for the bugs that can run here (only
+    `bugs`, when given)."""
     from tests.helpers import missing_packages, mutant_needs
 
     where = catalogue.catalogue()
     out: dict[str, dict[str, list[str]]] = {}
     for bug in known_bugs.catalogue():
-        if missing_packages(mutant_needs(bug.name)):
+        if missing_packages(mutant_needs(bug.name)) or (bugs is not None and bug.name not in bugs):
             continue
         for claim in bug.claims:
             chapter = where[claim].chapter
@@ -90,9 +96,9 @@ def run_chapter(chapter: str, bugs: dict[str, list[str]], count: int | None, see
             "seconds": round(time.monotonic() - began, 1)}
 
 
-def measure(counts, samples: int, jobs: int, folder: Path, chapters=None) -> dict:
+def measure(counts, samples: int, jobs: int, folder: Path, chapters=None, bugs=None) -> dict:
     folder.mkdir(parents=True, exist_ok=True)
-    todo = plan(chapters)
+    todo = plan(chapters, bugs)
     runs = [(ch, bugs, n, s) for ch, bugs in todo.items() for n in counts for s in range(samples)]
     began = time.monotonic()
     with ThreadPoolExecutor(jobs) as pool:
@@ -111,6 +117,37 @@ def verify(profiles, folder: Path, jobs: int) -> dict[str, dict[str, list[str]]]
         done = list(pool.map(lambda r: (r[5], run_chapter(*r)), runs))
     return {p: {r["chapter"]: sorted(f"{b} ({c})" for b, cs in r["caught"].items() for c, hit in cs.items() if not hit)
                 for q, r in done if q == p} for p in profiles}
+
+
+def unmeasured(data: dict) -> dict[str, list[str]]:
+    """bug -> its (chapter) claims that the catalogue records and the data `data` has no measurement of."""
+    out: dict[str, list[str]] = {}
+    for chapter, bugs in plan().items():
+        for bug, claims in bugs.items():
+            done = data["plan"].get(chapter, {}).get(bug, [])
+            out.setdefault(bug, []).extend(c for c in claims if c not in done)
+    return {b: cs for b, cs in out.items() if cs}
+
+
+def merge(data: dict, new: dict) -> dict:
+    """The committed data with `new` (a run of some bugs at the same counts and samples) merged in: each new
+    run's results join the committed run of the same chapter, count and sample, whose other bugs stay."""
+    if new["counts"] != data["counts"] or new["samples"] != data["samples"]:
+        raise ValueError(f"a merge needs the committed counts {data['counts']} and samples {data['samples']}, "
+                         f"not {new['counts']} and {new['samples']}")
+    runs = {(r["chapter"], r["count"], r["seed"]): dict(r, caught=dict(r["caught"])) for r in data["runs"]}
+    for r in new["runs"]:
+        key = (r["chapter"], r["count"], r["seed"])
+        if key in runs:
+            runs[key]["caught"].update(r["caught"])
+            runs[key]["seconds"] = round(runs[key]["seconds"] + r["seconds"], 1)
+        else:
+            runs[key] = r
+    plan_ = {ch: dict(bugs) for ch, bugs in data["plan"].items()}
+    for ch, bugs in new["plan"].items():
+        plan_.setdefault(ch, {}).update(bugs)
+    return {**data, "plan": {ch: dict(sorted(b.items())) for ch, b in sorted(plan_.items())}, "runs": list(runs.values()),
+            "seconds": data["seconds"] + new["seconds"], "date": new["date"], "commit": new["commit"]}
 
 
 def _commit() -> str:
@@ -237,6 +274,8 @@ def main(argv=None) -> int:
     p.add_argument("--out", type=Path, default=ROOT / "build" / "kill_rate")
     p.add_argument("--from", dest="source", type=Path, default=None, help="re-render from a saved kill_rate.json")
     p.add_argument("--no-write", action="store_true", help="measure into --out only; leave docs_gen/ alone")
+    p.add_argument("--bugs", default="", help="a comma list: measure only these, merged into the committed data")
+    p.add_argument("--missing", action="store_true", help="measure only the bugs the committed data lacks, merged in")
     p.add_argument("--verify", default="", metavar="PROFILES",
                    help="instead: run every chapter's known bugs once per profile (e.g. ci,grading) at the "
                         "suite's own counts, and list what was not caught (exit 1 if anything)")
@@ -249,6 +288,15 @@ def main(argv=None) -> int:
         return 1 if any(pairs for chapters in missed.values() for pairs in chapters.values()) else 0
     if args.source:
         data = json.loads(args.source.read_text())
+    elif args.bugs or args.missing:
+        committed = json.loads(DATA.read_text())
+        bugs = [b for b in args.bugs.split(",") if b] or sorted(unmeasured(committed))
+        print(f"measuring {len(bugs)} bug(s): {', '.join(bugs) or '(none)'}", flush=True)
+        new = measure(tuple(committed["counts"]), committed["samples"], args.jobs, args.out, None, bugs)
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / "kill_rate.new.json").write_text(dump(new))
+        data = merge(committed, new)
+        (args.out / "kill_rate.json").write_text(dump(data))
     else:
         counts = tuple(int(n) for n in args.counts.split(","))
         data = measure(counts, args.samples, args.jobs, args.out, [c for c in args.chapters.split(",") if c] or None)

@@ -9,6 +9,8 @@ chapter of the claim the mutant names (`CAUGHT_BY`).
     python -m docs_gen.mutant_claims --batch 8 --out DIR   # batch size, output folder
     python -m docs_gen.mutant_claims --from DIR            # only rebuild the table from saved reports
     python -m docs_gen.mutant_claims --before OLD.json     # add the "before" column from an older run
+    python -m docs_gen.mutant_claims --missing --merge --before docs_gen/data/mutant_claims.before.json
+        # only the bugs the committed measurement lacks, their rows added to it (MEASURED) and the table redone
 
 Reports of reruns limited to some claims, saved as DIR/override/*.json, replace those claims' statuses.
 
@@ -180,15 +182,26 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--only", default="", help="comma list of mutant names (default: all)")
     p.add_argument("--before", type=Path, default=None, help="a mutant_claims.json of an earlier run")
     p.add_argument("--fragment", type=Path, default=FRAGMENT)
+    p.add_argument("--missing", action="store_true", help="only the bugs without a row in the committed measurement")
+    p.add_argument("--merge", action="store_true",
+                   help="add the rows measured to the committed measurement (docs_gen/data/mutant_claims.after.json)")
     p.add_argument("--no-fragment", action="store_true")
     args, extra = p.parse_known_args(argv)
     root = args.root.resolve()
     out = (args.from_dir or args.out).resolve()
     if args.from_dir is None:
         names = [n for n in args.only.split(",") if n] or mutant_names(root)
+        if args.missing:
+            names = [n for n in names if n not in measured_failures()]
         run_batches(root, names, out, args.batch, extra)
     result = collect(root, out)
+    if args.merge:  # the committed rows, with the ones measured now added (or replaced), in the catalogue's order
+        committed = json.loads(MEASURED.read_text(encoding="utf-8"))["mutants"] if MEASURED.exists() else {}
+        rows = {**committed, **result}
+        result = {n: rows[n] for n in mutant_names(root) if n in rows}
     (out / "mutant_claims.json").write_text(json.dumps({"summary": summary(result), "mutants": result}, indent=1))
+    if args.merge:
+        MEASURED.write_text(json.dumps({"summary": summary(result), "mutants": result}, indent=1), encoding="utf-8")
     before = json.loads(args.before.read_text())["mutants"] if args.before else None
     if not args.no_fragment:
         args.fragment.write_text(fragment(result, before))
