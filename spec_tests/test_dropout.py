@@ -7,7 +7,7 @@
     multi_head_attention(..., dropout_p=0.0, training=False, generator=None): no dropout in evaluation.
 
 The generator is the caller's (np.random.Generator for NumPy, torch.Generator for torch; the suite makes a
-fresh one from a seed for every call), so the same generator state gives the same pattern. The statistical
+fresh one in a fixed state for every call), so the same generator state gives the same pattern. The statistical
 checks use bounds of 6 standard deviations of a binomial or of the sample mean: a correct implementation
 fails one with probability about 2e-9 per check (two-sided normal tail at 6 sigma). The keywords are optional
 (CONTRACT.md, "Dropout"): without them these claims are "not implemented".

@@ -17,8 +17,8 @@ print("dropout_p=0.5     =", dropped[0])
 print("by hand: 0.25 / (1 - 0.5) =", 0.25 / 0.5)
 
 # The same generator state gives the same pattern; another state another one.
-print("same seed again   =", dropout(p, 0.5, np.random.default_rng(0))[0])
-print("another seed      =", dropout(p, 0.5, np.random.default_rng(1))[0])
+print("same state again  =", dropout(p, 0.5, np.random.default_rng(0))[0])
+print("another state     =", dropout(p, 0.5, np.random.default_rng(1))[0])
 
 # Unbiased: averaged over many draws, each weight comes back to 0.25 and the row to a sum of 1.
 rng = np.random.default_rng(2)
