@@ -431,7 +431,7 @@ SEALED_KEY = """
 import json, sys, types
 from spec_tests.sandbox import guard
 KEY = bytes(range(32))
-guard.install(["math.sqrt"], [], KEY)
+guard.install(["math.sqrt"] + sys.argv[1:], [], KEY)  # argv: "reference" when the rubric bans the reference
 audit = sys.audit
 import math
 out = {}
@@ -453,12 +453,16 @@ print(json.dumps(out, default=str))
 """
 
 
-@pytest.fixture(scope="module")
-def keyed():
-    proc = subprocess.run([sys.executable, "-c", SEALED_KEY], cwd=ROOT, capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+def _sealed_key(*banned: str) -> dict:
+    proc = subprocess.run([sys.executable, "-c", SEALED_KEY, *banned], cwd=ROOT, capture_output=True, text=True,
+                          timeout=300, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture(scope="module")
+def keyed():
+    return _sealed_key("reference")
 
 
 def test_a_sealed_call_ends_with_the_keyed_digest_of_its_nonce_report_and_values(keyed):
@@ -471,4 +475,13 @@ def test_a_sealed_call_ends_with_the_keyed_digest_of_its_nonce_report_and_values
 def test_the_suites_file_read_as_text_is_banned_by_its_code_and_noted(keyed):
     hits = keyed["stolen"]
     assert "the suite's reference/layer_norm.py (run from its source text)" in hits, hits
+    assert any(h.startswith("review: read the suite's file reference/layer_norm.py as text") for h in hits), hits
+
+
+def test_a_suite_file_the_rubric_does_not_ban_may_be_read_and_run():
+    """Only what the rubric bans is banned by its code: a known bug built on impls/mutants/_base.py whose numpy
+    warning made `warnings` read its source line was failed for running _base's code, under a rubric banning
+    nothing. The read is still noted for review."""
+    hits = _sealed_key()["stolen"]
+    assert not any("run from its source text" in h for h in hits), hits
     assert any(h.startswith("review: read the suite's file reference/layer_norm.py as text") for h in hits), hits

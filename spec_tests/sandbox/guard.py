@@ -295,8 +295,9 @@ class Watch:
         note = f"read the suite's file {path} as text, at {where}"
         if note not in self.noted:  # reading fails nothing: running what was read is what is banned
             self.noted.append(note)
-        if source is None:
-            return
+        module = path.removesuffix(".py").removesuffix("/__init__").replace("/", ".").strip(".")
+        if source is None or not any(module == n or module.startswith(n + ".") for n in self.names):
+            return  # a file the rubric does not ban (a warning's source line, say): running its code is allowed
         found, todo = 0, [source]
         while todo:
             code = todo.pop()
