@@ -21,7 +21,7 @@ BLOCK = 16  # queries and keys per tile
 def _tile(q, k, v, scale, visible, i0, i1, offset, is_causal):
     """Rows [i0, i1) of softmax(Q K^T * scale) V, the key blocks streamed with a running max and sum."""
     L_k = k.shape[-2]
-    m = np.full(q.shape[:-2] + (i1 - i0, 1), -np.inf)  # running row max
+    m = np.full(q.shape[:-2] + (i1 - i0, 1), -np.inf, dtype=v.dtype)  # running row max
     l = np.zeros_like(m)  # running sum of exp(s - m)
     acc = np.zeros(q.shape[:-2] + (i1 - i0, v.shape[-1]), dtype=v.dtype)
     end = min(L_k, i0 + offset) if is_causal else L_k  # BUG: i1 + offset is where the visible keys end
@@ -36,7 +36,7 @@ def _tile(q, k, v, scale, visible, i0, i1, offset, is_causal):
         l = l * shrink + e.sum(axis=-1, keepdims=True)
         acc = acc * shrink + e @ v[..., j0:j1, :]
         m = m_new
-    return np.where(l > 0, acc / np.where(l > 0, l, 1.0), 0.0)
+    return np.where(l > 0, acc / np.where(l > 0, l, 1.0), 0.0).astype(v.dtype)
 
 
 def scaled_dot_product_attention(q, k, v, mask=None, is_causal=False, scale=None, bias=None, window_size=None,

@@ -23,7 +23,7 @@ def attention_weights(*args, **kwargs):
     call = _SIGNATURE.bind(*args, **kwargs)
     call.apply_defaults()
     q, scale = np.asarray(call.arguments["q"]), call.arguments["scale"]
-    scale = 1.0 / np.sqrt(q.shape[-1]) if scale is None else float(scale)
+    scale = 1.0 / float(np.sqrt(q.shape[-1])) if scale is None else float(scale)
     call.arguments["scale"] = 1.0  # the scores go into the softmax unscaled ...
     return _base.attention_weights(*call.args, **call.kwargs) * scale  # BUG: ... and the weights are scaled
 
