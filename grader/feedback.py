@@ -161,6 +161,15 @@ def classify(record: dict) -> tuple[tuple, str, str, str]:
     return ("check", text), "values", f"this check fails: {text}", fn
 
 
+def _names_more(record: dict, example: dict) -> bool:
+    """Is `record` the better example of its cause: it names the cause where `example` does not, or names it
+    itself where `example` only refers to the bug named for another claim?"""
+    def rank(r: dict) -> int:
+        message = r.get("message") or ""
+        return 2 if "likely cause: this matches a known bug:" in message else 1 if "likely cause:" in message else 0
+    return rank(record) > rank(example)
+
+
 def causes(grade: Grade, visible_only: bool = True) -> list[Cause]:
     """The failures of the (visible) claims grouped by cause, the cause costing most points first."""
     found: dict[tuple, Cause] = {}
@@ -180,7 +189,7 @@ def causes(grade: Grade, visible_only: bool = True) -> list[Cause]:
             label = test_label(r)
             if label not in cause.tests:
                 cause.tests.append(label)
-            if "likely cause:" in (r.get("message") or "") and "likely cause:" not in (cause.example.get("message") or ""):
+            if _names_more(r, cause.example):
                 cause.example = r
     # A function with a diagnosed known bug whose other failures were not diagnosed (the diagnosis
     # matched in one dtype, not the other): one bug, most likely; its failures join the known bug.
