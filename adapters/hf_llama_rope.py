@@ -18,6 +18,8 @@ Conversions:
   and casts cos and sin to x's dtype: left as it is (the contract allows float32 angles).
 """
 
+import math
+
 import torch
 from transformers import LlamaConfig
 from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding, apply_rotary_pos_emb
@@ -42,8 +44,9 @@ def rotary_embedding(x, positions, base=10000.0):
                          rope_parameters={"rope_type": "default", "rope_theta": float(base)})
     rotary = LlamaRotaryEmbedding(config)
     to_hf, back = _to_half_split(d)
-    x4 = x.expand(*lead, L, d).reshape(-1, 1, L, d)[..., to_hf]  # (N, 1, L, d), half-split layout
-    position_ids = positions.expand(*lead, L).reshape(-1, L)  # (N, L)
+    N = math.prod(lead)
+    x4 = x.expand(*lead, L, d).reshape(N, 1, L, d)[..., to_hf]  # (N, 1, L, d), half-split layout
+    position_ids = positions.expand(*lead, L).reshape(N, L)  # (N, L)
     cos, sin = rotary(x4, position_ids)  # (N, L, d) each, in x's dtype
     out, _ = apply_rotary_pos_emb(x4, x4, cos, sin, unsqueeze_dim=1)
     return out[..., back].reshape(*lead, L, d)

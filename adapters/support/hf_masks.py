@@ -10,6 +10,8 @@ there (out of scope with causal). The contract's mask (True = may attend) is one
 reading it.
 """
 
+import math
+
 import torch
 from transformers.masking_utils import and_masks, bidirectional_mask_function, causal_mask_function
 
@@ -18,7 +20,7 @@ from spec_tests import OutOfScope
 
 def flat(x, lead):
     """(..., L, d) -> (N, 1, L, d): HF's (batch, heads, length, features) with the leading dims as batch."""
-    return x.expand(*lead, *x.shape[-2:]).reshape(-1, 1, *x.shape[-2:])
+    return x.expand(*lead, *x.shape[-2:]).reshape(math.prod(lead), 1, *x.shape[-2:])  # N given: L may be 0
 
 
 def unflat(out, lead):
