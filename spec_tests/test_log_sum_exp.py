@@ -135,3 +135,14 @@ def test_merging_mismatched_halves_raises_value_error(impl, seed, L_q, d):
     check.raises_value_error(impl, "merge_attention", (out1, lse1, out2, lse2), {},
                              names=[f"({L_q}, {d})", f"({L_q - 1}, {d})"],
                              what=f"merging halves of shapes ({L_q}, {d}) and ({L_q - 1}, {d}) raises ValueError")
+
+
+@claim("LSE-2")
+@given(seed=SEEDS, L_q=st.integers(1, 6), d=st.integers(1, 4))
+def test_merging_halves_of_different_value_sizes_raises_value_error(impl, seed, L_q, d):
+    """Halves whose lse agree but whose outputs differ in d_v cannot be merged either: ValueError naming them."""
+    out1, out2 = normal(seed, (L_q, d)), normal(seed + 1, (L_q, d + 1))
+    lse1, lse2 = normal(seed + 2, (L_q,)), normal(seed + 3, (L_q,))
+    check.raises_value_error(impl, "merge_attention", (out1, lse1, out2, lse2), {},
+                             names=[f"({L_q}, {d})", f"({L_q}, {d + 1})"],
+                             what=f"merging outputs of shapes ({L_q}, {d}) and ({L_q}, {d + 1}) raises ValueError")
