@@ -12,6 +12,9 @@ Conversions:
 - A float bias is added to that mask (what HF's T5 does with its position bias).
 - `scaling` is the layer's head_dim ** -0.5 (as HF's attention layers set it) unless `scale` is given.
 - `attention_weights` are the weights the function returns.
+
+Speed: each call runs on one intra-op thread (adapters/support/threads.py: on a shared machine PyTorch's
+thread pool makes a call on the spec's small inputs many times slower), which changes no result.
 """
 
 import torch
@@ -19,12 +22,14 @@ from transformers.masking_utils import eager_mask
 from transformers.models.llama.modeling_llama import eager_attention_forward
 
 from adapters.support import hf_masks as hf
+from adapters.support.threads import one_thread
 
 BACKEND = "torch"
 DTYPES = ("float64", "float32")
 CONTRACT = ("scaled_dot_product_attention", "attention_weights")
 
 
+@one_thread()
 def _attend(q, k, v, mask, is_causal, scale, bias):
     lead = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
     L_q, L_k = q.shape[-2], k.shape[-2]

@@ -12,6 +12,9 @@ Conversions:
   `create_causal_mask` does when given a mask function of the user's).
 - A float bias is HF's `position_bias` (what T5 passes).
 - `attention_weights`: this function returns no weights; P is the output for V = I.
+
+Speed: each call runs on one intra-op thread (adapters/support/threads.py: on a shared machine PyTorch's
+thread pool makes a call on the spec's small inputs many times slower), which changes no result.
 """
 
 import torch
@@ -19,12 +22,14 @@ from transformers.integrations.sdpa_attention import sdpa_attention_forward
 from transformers.masking_utils import sdpa_mask
 
 from adapters.support import hf_masks as hf
+from adapters.support.threads import one_thread
 
 BACKEND = "torch"
 DTYPES = ("float64", "float32")
 CONTRACT = ("scaled_dot_product_attention", "attention_weights")
 
 
+@one_thread()
 def _attend(q, k, v, mask, is_causal, scale, bias):
     lead = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
     L_q, L_k = q.shape[-2], k.shape[-2]

@@ -12,8 +12,9 @@ Conversions (JAX's documentation: arrays are (B, T, N, H), batch, length, heads,
 JAX compiles once per input shape (about half a second on the CPU), and the spec draws many shapes.
 So that a run takes seconds, not minutes, every input is padded to a bucket of shapes and the function
 is compiled once per bucket (jax.jit): batch, lengths and feature sizes are rounded up to a power of
-two (at least 16), and compiled functions are kept on disk between runs and processes (JAX's
-persistent compilation cache, in $MHA_SPEC_JAX_CACHE, by default ~/.cache/mha-spec-jax). The padding changes no result that is kept:
+four (at least 16: 16, 64, 256, ...), and compiled functions are kept on disk between runs and
+processes (JAX's persistent compilation cache, in $MHA_SPEC_JAX_CACHE, by default ~/.cache/mha-spec-jax).
+A run with an empty cache compiles a few dozen functions. The padding changes no result that is kept:
 
 - padded queries, batch entries and value features are extra rows and columns, cut off afterwards;
 - padded query features (of q and k) are zeros, which add nothing to a score; the default scale is
@@ -27,11 +28,19 @@ persistent compilation cache, in $MHA_SPEC_JAX_CACHE, by default ~/.cache/mha-sp
 import functools
 import math
 import os
+import sys
 
 import numpy as np
 
-import jax
-import jax.numpy as jnp
+# One compute thread (a speed setting, read by XLA once, when JAX starts): on the spec's small inputs a
+# call computes for about a millisecond, and on a shared machine handing it to XLA's thread pool and back
+# costs many times that in waiting (200 ms against 60 ms a call, measured on the 2-core machine under load).
+if "jax" not in sys.modules:
+    os.environ["XLA_FLAGS"] = " ".join([os.environ.get("XLA_FLAGS", ""), "--xla_cpu_multi_thread_eigen=false",
+                                        "intra_op_parallelism_threads=1"]).strip()
+
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)
 jax.config.update("jax_compilation_cache_dir",
@@ -44,7 +53,11 @@ CONTRACT = ("scaled_dot_product_attention", "attention_weights")
 
 
 def _bucket(n: int) -> int:
-    return max(16, 1 << (max(n, 1) - 1).bit_length())
+    """The smallest power of four, at least 16, that holds n."""
+    size = 16
+    while size < n:
+        size *= 4
+    return size
 
 
 @functools.partial(jax.jit, static_argnames=("is_causal",))
@@ -63,8 +76,17 @@ def _attend(q, k, v, mask, is_causal, scale, bias):
     L_k, d_v = v.shape[-2:]
     if k.shape[-1] != d_k or k.shape[-2] != L_k:  # bad input: JAX's own error, unpadded
         return np.asarray(jax.nn.dot_product_attention(q[..., None, :], k[..., None, :], v[..., None, :]))
-    q, k, v = (np.broadcast_to(x, (*lead, *x.shape[-2:])).reshape(-1, *x.shape[-2:]) for x in (q, k, v))
-    B = q.shape[0]
+    B = math.prod(lead)  # (not -1: an empty input cannot tell reshape its size)
+    q, k, v = (np.broadcast_to(x, (*lead, *x.shape[-2:])).reshape(B, *x.shape[-2:]) for x in (q, k, v))
+    if min(B, L_q, L_k, d_k, d_v) == 0:  # an empty input: JAX's own result, padded only to one feature size
+        D = max(d_k, d_v)
+        q, k, v = (_pad(x, (*x.shape[:-1], D)) for x in (q, k, v))
+        return np.asarray(jax.nn.dot_product_attention(
+            q[:, :, None], k[:, :, None], v[:, :, None], is_causal=is_causal,
+            scale=1.0 / math.sqrt(max(d_k, 1)) if scale is None else float(scale),
+            mask=None if mask is None else np.broadcast_to(mask, (*lead, L_q, L_k)).reshape(B, 1, L_q, L_k),
+            bias=None if bias is None else np.broadcast_to(bias, (*lead, L_q, L_k)).reshape(B, 1, L_q, L_k))
+        )[:, :, 0, :d_v].reshape(*lead, L_q, d_v).astype(dtype)
     Bp, Lqp, Lkp = map(_bucket, (B, L_q, L_k))
     dkp = dvp = _bucket(max(d_k, d_v))  # JAX takes one feature size for q, k and v
     allowed = np.ones((B, L_q, L_k), bool) if mask is None else \

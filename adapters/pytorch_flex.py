@@ -10,11 +10,21 @@ Conversions (as its documentation shows them):
 - `attention_weights`: the output for V = I (P @ I = P).
 - Out of scope: gradients (FlexAttention has no backward on the CPU: it raises NotImplementedError
   for inputs that require grad).
+
+Speed: eager FlexAttention traces each call with TorchDynamo, once per mask_mod and score_mod function
+and input shapes: the mods are module-level functions reading the call's mask and bias, and inputs are
+padded to a few buckets of shapes (`_padded`, which says why no kept result changes), so a run traces
+a few times instead of once per call. It evaluates the mods through `torch.vmap`,
+tens of milliseconds a call, ten times that with PyTorch's thread pool on a shared machine: each call
+runs on one intra-op thread (adapters/support/threads.py), which changes no result.
 """
+
+import math
 
 import torch
 from torch.nn.attention.flex_attention import and_masks, create_block_mask, flex_attention
 
+from adapters.support.threads import one_thread
 from spec_tests import OutOfScope
 
 BACKEND = "torch"
@@ -26,27 +36,91 @@ def _causal(b, h, q_idx, kv_idx):
     return q_idx >= kv_idx
 
 
+# Eager FlexAttention still traces its call with TorchDynamo (torch.compile, backend "eager"), and a new
+# mask_mod or score_mod function, or new input shapes, is a new trace (over a second each). So the mods are
+# the same functions on every call, reading the call's mask and bias from these module globals (a traced
+# global tensor is an input of the trace, not a constant of it), and inputs are padded to a few shapes.
+_mask = torch.ones(1, 1, 1, dtype=torch.bool)  # (N, L_q, L_k), True = may attend
+_bias = torch.zeros(1, 1, 1)  # (N, L_q, L_k), added to the scores
+
+
+def _mask_mod(b, h, q_idx, kv_idx):
+    return _mask[b, q_idx, kv_idx]
+
+
+def _bias_mod(score, b, h, q_idx, kv_idx):
+    return score + _bias[b, q_idx, kv_idx]
+
+
+_MASK_MODS = {(True, False): _mask_mod, (False, True): _causal, (True, True): and_masks(_mask_mod, _causal)}
+
+
+def _bucket(n: int) -> int:
+    """The smallest power of four, at least 16, that holds n."""
+    size = 16
+    while size < n:
+        size *= 4
+    return size
+
+
 def _flex(q, k, v, mask, is_causal, scale, bias):
     if any(x.requires_grad for x in (q, k, v)):
         raise OutOfScope("FlexAttention has no backward pass on the CPU")
+    plain = (q.dim() >= 2 and k.dim() >= 2 and v.dim() >= 2 and q.dtype == k.dtype == v.dtype
+             and q.dtype.is_floating_point and k.shape[-1] == q.shape[-1] and k.shape[-2] == v.shape[-2]
+             and min(q.shape[-2:] + v.shape[-2:]) > 0 and (mask is None or mask.dtype == torch.bool)
+             and (bias is None or bias.dtype.is_floating_point))
+    with one_thread():  # anything else as given: FlexAttention's own error or result
+        return (_padded if plain else _as_given)(q, k, v, mask, is_causal, scale, bias)
+
+
+def _fill(x, shape):
+    """x in the leading corner of zeros of `shape`."""
+    out = x.new_zeros(shape)
+    out[tuple(slice(0, n) for n in x.shape)] = x
+    return out
+
+
+def _padded(q, k, v, mask, is_causal, scale, bias):
+    """FlexAttention on the inputs padded to buckets of shapes (N, L_q, L_k, d_k, d_v each to a power of four,
+    at least 16), which changes no result that is kept: padded keys are hidden by the mask (so a query that
+    sees no real key still sees none), padded features of q and k are zeros (nothing added to a score; the
+    default scale is passed as FlexAttention defines it, 1/sqrt(d_k) of the real d_k), padded queries, batch
+    entries and value features are cut off, and a missing bias is one of zeros (s + 0 = s)."""
+    global _mask, _bias
+    lead = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+    (L_q, d_k), (L_k, d_v) = q.shape[-2:], v.shape[-2:]
+    N = math.prod(lead)
+    q, k, v = (x.expand(*lead, *x.shape[-2:]).reshape(N, *x.shape[-2:]) for x in (q, k, v))  # (N, L, d)
+    Np, Lqp, Lkp, dkp, dvp = map(_bucket, (N, L_q, L_k, d_k, d_v))
+    allowed = torch.zeros(Np, Lqp, Lkp, dtype=torch.bool)
+    allowed[:N, :L_q, :L_k] = True if mask is None else mask.expand(*lead, L_q, L_k).reshape(N, L_q, L_k)
+    _mask, _bias = allowed, torch.zeros(Np, Lqp, Lkp, dtype=q.dtype)
+    if bias is not None:
+        _bias[:N, :L_q, :L_k] = bias.to(q.dtype).expand(*lead, L_q, L_k).reshape(N, L_q, L_k)
+    block_mask = create_block_mask(_MASK_MODS[True, bool(is_causal)], Np, None, Lqp, Lkp, device="cpu")
+    out = flex_attention(_fill(q, (Np, Lqp, dkp))[:, None], _fill(k, (Np, Lkp, dkp))[:, None],
+                         _fill(v, (Np, Lkp, dvp))[:, None], score_mod=_bias_mod, block_mask=block_mask,
+                         scale=d_k ** -0.5 if scale is None else scale)  # (Np, 1, Lqp, dvp)
+    return out[:N, 0, :L_q, :d_v].reshape(*lead, L_q, d_v)
+
+
+def _as_given(q, k, v, mask, is_causal, scale, bias):
+    """FlexAttention on the inputs as they are (an input the padding might not keep as it is)."""
+    global _mask, _bias
     lead = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
     L_q, L_k = q.shape[-2], k.shape[-2]
-    q, k, v = (x.expand(*lead, *x.shape[-2:]).reshape(-1, 1, *x.shape[-2:]) for x in (q, k, v))  # (N, 1, L, d)
-    N = q.shape[0]
-    mods = []
-    if mask is not None:
-        m = mask.expand(*lead, L_q, L_k).reshape(N, L_q, L_k)
-        mods.append(lambda b, h, q_idx, kv_idx: m[b, q_idx, kv_idx])
-    if is_causal:
-        mods.append(_causal)
+    N = math.prod(lead)  # (not -1: an empty input cannot tell reshape its size)
+    q, k, v = (x.expand(*lead, *x.shape[-2:]).reshape(N, 1, *x.shape[-2:]) for x in (q, k, v))  # (N, 1, L, d)
     block_mask = None
-    if mods:
-        block_mask = create_block_mask(and_masks(*mods) if len(mods) > 1 else mods[0], N, None, L_q, L_k,
-                                       device="cpu")
+    if mask is not None or is_causal:
+        if mask is not None:
+            _mask = mask.expand(*lead, L_q, L_k).reshape(N, L_q, L_k)
+        block_mask = create_block_mask(_MASK_MODS[mask is not None, bool(is_causal)], N, None, L_q, L_k, device="cpu")
     score_mod = None
     if bias is not None:
-        bb = bias.to(q.dtype).expand(*lead, L_q, L_k).reshape(N, L_q, L_k)
-        score_mod = lambda score, b, h, q_idx, kv_idx: score + bb[b, q_idx, kv_idx]  # noqa: E731
+        _bias = bias.to(q.dtype).expand(*lead, L_q, L_k).reshape(N, L_q, L_k)
+        score_mod = _bias_mod
     out = flex_attention(q, k, v, score_mod=score_mod, block_mask=block_mask, scale=scale)  # (N, 1, L_q, d_v)
     return out.reshape(*lead, L_q, out.shape[-1])
 

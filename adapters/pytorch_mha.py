@@ -14,11 +14,15 @@ Conversions (as PyTorch's documentation asks of a user):
   together with `is_causal` (the flag is a hint that the mask *is* the causal mask: given both, PyTorch
   2.13 drops the mask and runs causal alone); grouped K/V heads (the module has none: `num_kv_heads`
   is not taken).
+
+Speed: each call runs on one intra-op thread (adapters/support/threads.py: on a shared machine PyTorch's
+thread pool makes a call on the spec's small inputs many times slower), which changes no result.
 """
 
 import torch
 from torch import nn
 
+from adapters.support.threads import one_thread
 from spec_tests import OutOfScope
 
 BACKEND = "torch"
@@ -41,6 +45,7 @@ def _module(weights, num_heads, D, dtype):
     return mha, params
 
 
+@one_thread()
 def multi_head_attention(query, key, value, weights, num_heads, mask=None, is_causal=False):
     """nn.MultiheadAttention(D, H, batch_first=True)(query, key, value, attn_mask, is_causal)[0]."""
     B, L_q, D = query.shape

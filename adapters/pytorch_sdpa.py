@@ -13,6 +13,9 @@ Conversions (the ones PyTorch's documentation asks of a user), nothing else:
 - `attention_weights`: the kernel returns no weights; P is its output for V = I (P @ I = P).
 - `multi_head_attention`: the projections are `F.linear` with W^T (PyTorch stores (out, in)), heads
   are `view` + `transpose`, and grouped-query attention is the kernel's `enable_gqa=True`.
+
+Speed: each call runs on one intra-op thread (adapters/support/threads.py: on a shared machine PyTorch's
+thread pool makes a call on the spec's small inputs many times slower), which changes no result.
 """
 
 import contextlib
@@ -20,6 +23,7 @@ import contextlib
 import torch
 import torch.nn.functional as F
 
+from adapters.support.threads import one_thread
 from spec_tests import OutOfScope
 
 BACKEND = "torch"
@@ -45,6 +49,7 @@ def _attn_mask(mask, bias, dtype):
     return bias if mask is None else bias.masked_fill(~mask, float("-inf"))
 
 
+@one_thread()
 def _call(q, k, v, mask, is_causal, scale, bias, enable_gqa=False):
     if is_causal and (mask is not None or bias is not None):
         raise OutOfScope("PyTorch's SDPA takes attn_mask or is_causal=True, not both (its documentation: "
@@ -74,6 +79,7 @@ def _project(x, w, b, heads):
     return F.linear(x, w.t(), b).view(B, L, heads, -1).transpose(1, 2)  # (B, heads, L, d_k)
 
 
+@one_thread()
 def multi_head_attention(query, key, value, weights, num_heads, mask=None, is_causal=False, num_kv_heads=None):
     """F.linear projections, the kernel per head (enable_gqa for G < H K/V heads), F.linear output."""
     G = num_heads if num_kv_heads is None else num_kv_heads
