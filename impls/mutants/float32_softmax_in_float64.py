@@ -15,7 +15,7 @@ CAUGHT_BY = "PREC-3"
 
 def _masked_softmax(scores, visible):
     s = np.where(visible, scores, -np.inf).astype(np.float32)  # BUG: the softmax runs in float32
-    m = s.max(axis=-1, keepdims=True)
+    m = s.max(axis=-1, keepdims=True, initial=-np.inf)  # (..., L_q, 1); -inf for a row of no keys
     m = np.where(np.isfinite(m), m, np.float32(0))
     e = np.where(visible, np.exp(s - m), np.float32(0))
     total = e.sum(axis=-1, keepdims=True)
