@@ -321,8 +321,13 @@ def scaled_dot_product_attention(q, k, v, mask=None, is_causal=False, scale=None
     _check_qk(q, k)
     _check_lengths(k, v)
     _batch_shape(q=q, k=k, v=v)
-    out = _weighted_values(attention_weights(q, k, mask, is_causal, scale, bias, window_size, q_segment_ids,
-                                             kv_segment_ids, softcap, sinks, dropout_p, generator), v)
+    # The later keywords only when given: a known bug that rewrites attention_weights keeps its own signature.
+    later = {name: value for name, value in (("window_size", window_size), ("q_segment_ids", q_segment_ids),
+                                             ("kv_segment_ids", kv_segment_ids), ("softcap", softcap),
+                                             ("sinks", sinks), ("generator", generator)) if value is not None}
+    if dropout_p:
+        later["dropout_p"] = dropout_p
+    out = _weighted_values(attention_weights(q, k, mask, is_causal, scale, bias, **later), v)
     if not return_lse:
         return out
     scores, visible, sink = _attention_parts(q, k, mask, is_causal, scale, bias, window_size, q_segment_ids,
