@@ -99,15 +99,17 @@ def _intro(doc: dict) -> list[str]:
         "operators allow to the implementations a learner would write, and the suite runs against each",
         "changed copy. A mutant the suite fails is *killed*. One it passes either computes the same",
         "function as the original (*equivalent*; each one below says why, and a reader can check it), or",
-        "shows a bug the suite missed: each of those was closed by a new example or assertion in the",
-        "chapter's tests.", "",
+        "shows a bug the suite missed: it is closed by a new example or assertion in the chapter's tests,",
+        "or listed under *Survivors* until it is.", "",
         f"**Tool:** {doc['tool']} {doc['version']}, chosen over mutmut because its operators and `mutate_code`",
         "can be used as a library: each mutant is written to a file of its own outside the repository and",
         "handed to the suite with `--impl`, which is how the suite takes a learner's file. mutmut 3 rewrites",
         "the package under test in its own copy of the project and runs the tests inside it, and the suite",
         "does not import the implementation it judges as a package.", "",
         f"**Mutated:** {files}. A helper module is mutated in a copy and loaded in place of the",
-        "original by a copy of the implementation that uses it.", "",
+        "original by a copy of the implementation that uses it. **Sampled:** " + "; ".join(
+            f"`{t['path']}` every {t.get('every', 1)}th of its {t.get('generated', '?')} mutants" for t in targets.values())
+        + ", in cosmic-ray's order (`--sample 1` runs them all).", "",
         "**Operators** (cosmic-ray's core operators, restricted to the slips a learner makes: a changed",
         "constant, `+` for `-`, `*` for `/`, a moved boundary, a negation added or dropped; swaps that can only",
         "raise a TypeError on arrays are left out): " + ", ".join(f"`{o}`" for o in doc["operators"]) + ".", "",
@@ -135,7 +137,7 @@ def page(doc: dict, equivalent: dict) -> str:
     closed = [m for m in mutants if m["before"] not in KILLED and m.get("after") in KILLED]
     out += ["## Closed by new tests", "",
             f"{len(closed)} mutants survived the suite as it was and fail it now; the test that catches each:", ""]
-    out += [f"- {_mutant_line(m)}: `{m['failed']}`" for m in closed] + [""]
+    out += [f"- {_mutant_line(m)}: `{m['failed'].split('[')[0]}`" for m in closed] + [""]
     eq = [m for m in mutants if verdict(m, equivalent, "after") == "equivalent"]
     out += ["## Equivalent mutants", "", f"{len(eq)} mutants compute the same function as the original:", ""]
     out += [f"- {_mutant_line(m)}. {equivalent[key(m)]}" for m in eq] + [""]

@@ -36,7 +36,7 @@ ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "docs_gen" / "data" / "mutation.json"
 EQUIVALENT = Path(__file__).with_name("equivalent.toml")
 TIMEOUT_S = 240
-PYTEST_ARGS = ["-q", "-p", "no:cacheprovider", "--no-claim-summary"]
+PYTEST_ARGS = ["-q", "-p", "no:cacheprovider", "-p", "tests.mutation.quick", "--no-claim-summary"]
 
 
 @dataclass
@@ -82,8 +82,9 @@ def _operator_names() -> list[str]:
     return [n for n in cosmic_ray.plugins.operator_names() if wanted.fullmatch(n)]
 
 
-def enumerate_mutants(target: Target) -> tuple[list[Mutant], dict]:
-    """Every mutant cosmic-ray's selected operators make of the target, with the mutated code of each."""
+def enumerate_mutants(target: Target, every: int = 1) -> tuple[list[Mutant], dict]:
+    """Every `every`-th mutant cosmic-ray's selected operators make of the target (in its order), with the
+    mutated code of each."""
     import cosmic_ray.plugins
     from cosmic_ray.ast import ast_nodes, get_ast_from_path
     from cosmic_ray.mutating import mutate_code
@@ -92,12 +93,15 @@ def enumerate_mutants(target: Target) -> tuple[list[Mutant], dict]:
     source = path.read_text(encoding="utf-8")
     lines = source.splitlines()
     spans = _functions(ast.parse(source))
-    mutants, codes = [], {}
+    mutants, codes, counted = [], {}, 0
     for name in _operator_names():
         operator = cosmic_ray.plugins.get_operator(name)()
         module_ast = get_ast_from_path(path)
         positions = [start for node in ast_nodes(module_ast) for start, _ in operator.mutation_positions(node)]
         for occurrence, (lineno, _col) in enumerate(positions):
+            counted += 1
+            if (counted - 1) % every:
+                continue
             mutated = mutate_code(source, operator, occurrence)
             if mutated is None:
                 continue
@@ -108,7 +112,11 @@ def enumerate_mutants(target: Target) -> tuple[list[Mutant], dict]:
                        lines[lineno - 1].strip(), changed)
             mutants.append(m)
             codes[id(m)] = mutated
+    target_counts[target.name] = counted
     return mutants, codes
+
+
+target_counts: dict[str, int] = {}  # name -> how many mutants the last enumeration of it counted
 
 
 def _host_source(target: Target, mutated_path: Path) -> str:
@@ -217,9 +225,9 @@ def full_run(names: list[str], jobs: int, every: int = 1) -> None:
     """Run the targets' mutants (every `every`-th of each, in cosmic-ray's order, when every > 1)."""
     mutants, codes, total = [], {}, {}
     for name in names:
-        ms, cs = enumerate_mutants(TARGETS[name])
-        total[name] = len(ms)
-        mutants += ms[::every]
+        ms, cs = enumerate_mutants(TARGETS[name], every)
+        total[name] = target_counts[name]
+        mutants += ms
         codes.update(cs)
     started = time.time()
     _run_all(mutants, codes, jobs, "before")
@@ -243,7 +251,7 @@ def rerun_survivors(jobs: int) -> None:
     doc = json.loads(RESULTS.read_text())
     fresh = {}
     for name in {m["target"] for m in doc["mutants"]}:
-        ms, cs = enumerate_mutants(TARGETS[name])
+        ms, cs = enumerate_mutants(TARGETS[name], doc["targets"][name].get("every", 1))
         fresh.update({m.key: (m, cs[id(m)]) for m in ms})
     again, codes = [], {}
     for record in doc["mutants"]:
@@ -251,6 +259,10 @@ def rerun_survivors(jobs: int) -> None:
             record["after"] = "killed"
             continue
         m = Mutant(**record)
+        target = TARGETS[m.target]
+        if target.chapters and m.function not in target.chapters:  # no chapter claims it: not worth a rerun
+            record["after"] = record["before"]
+            continue
         if m.key not in fresh:
             record["after"] = "gone"  # the line changed since the run: no longer a mutant of this file
             continue
@@ -274,9 +286,12 @@ def sample(names: list[str], every: int) -> tuple[list[Mutant], dict]:
               if m["before"] == "survived" and m.get("after") == "killed"}
     chosen, codes = [], {}
     for name in names:
-        ms, cs = enumerate_mutants(TARGETS[name])
+        stride = doc.get("targets", {}).get(name, {}).get("every", 1)  # the recorded run's mutants only
+        if every % stride:
+            raise ValueError(f"--sample {every} must be a multiple of the recorded run's stride {stride} ({name})")
+        ms, cs = enumerate_mutants(TARGETS[name], stride)
         for i, m in enumerate(ms):
-            if i % every == 0 or m.key in closed:
+            if (i * stride) % every == 0 or m.key in closed:
                 chosen.append(m)
                 codes[id(m)] = cs[id(m)]
     return chosen, codes
