@@ -433,11 +433,13 @@ def test_kv_cache_shrinks_by_heads_over_groups(H, G):
 # ---------------------------------------------------------------------------------- MHA-10
 # The later chapters' keywords reach every head (CONTRACT.md, "Multi-head attention passes them through"):
 # window_size and softcap as given, sinks (H,) one per head, segment ids one per token, (B, L_q) and (B, L_k).
+HEAD_KEYWORDS = ["window_size", "segment_ids", "softcap", "sinks"]  # one test each: a module may take some only
+
+
 @st.composite
-def head_keyword_cases(draw):
-    """A multi-head problem (padding mask or none, causal or not) and one later keyword, by name."""
+def head_keyword_cases(draw, which: str):
+    """A multi-head problem (padding mask or none, causal or not) and the later keyword `which`, as keywords."""
     case = draw(mha_cases(masked=None, causal=None, max_heads=3))
-    which = draw(st.sampled_from(["window_size", "segment_ids", "softcap", "sinks"]), label="keyword")
     if which == "window_size":
         side = st.one_of(st.none(), st.integers(0, 3))
         return case, {"window_size": (draw(side, label="left"), draw(side, label="right"))}
@@ -455,20 +457,22 @@ def _per_head(keywords):
 
 
 @claim("MHA-10")
-@given(example=head_keyword_cases())
-def test_mha_passes_the_later_keywords_to_every_head(impl, example):
+@pytest.mark.parametrize("which", HEAD_KEYWORDS)
+@given(data=st.data())
+def test_mha_passes_the_later_keywords_to_every_head(impl, which, data):
     """multi_head_attention with window_size, segment ids, softcap or sinks equals the reference's."""
-    c, keywords = example
+    c, keywords = data.draw(head_keyword_cases(which), label="case")
     check.oracle(impl, MHA, c.query, c.key, c.value, c.weights, c.num_heads, mask=c.mask, is_causal=c.is_causal,
                  **keywords)
 
 
 @claim("MHA-10")
-@given(example=head_keyword_cases())
-def test_mha_with_a_keyword_equals_its_heads_given_it(impl, example):
+@pytest.mark.parametrize("which", HEAD_KEYWORDS)
+@given(data=st.data())
+def test_mha_with_a_keyword_equals_its_heads_given_it(impl, which, data):
     """The keyword on multi_head_attention equals the four steps with each head's attention given the keyword
     (the implementation's own scaled_dot_product_attention, segment ids with a head axis, (B, 1, L))."""
-    c, keywords = example
+    c, keywords = data.draw(head_keyword_cases(which), label="case")
     out = impl.multi_head_attention(c.query, c.key, c.value, c.weights, c.num_heads, mask=c.mask,
                                     is_causal=c.is_causal, **keywords)
     each = _per_head(keywords)
