@@ -95,22 +95,13 @@ _EINSUM = Variant("einsum_for_matmul", NUMPY_BASE, "every matmul of attention an
             b = weights.get("b_" + which)
             return y if b is None else y + np.asarray(b).astype(x.dtype, copy=False)
     """,
-    "scaled_dot_product_attention": """
-        def scaled_dot_product_attention(q, k, v, mask=None, is_causal=False, scale=None, bias=None, window_size=None,
-                                         q_segment_ids=None, kv_segment_ids=None, softcap=None, sinks=None,
-                                         return_lse=False):
-            later = dict(window_size=window_size, q_segment_ids=q_segment_ids, kv_segment_ids=kv_segment_ids,
-                         softcap=softcap, sinks=sinks)   # the later chapters' keywords, left to the base
-            if return_lse:
-                return _plain_scaled_dot_product_attention(q, k, v, mask, is_causal, scale, bias, return_lse=True, **later)
-            q, k, v = np.asarray(q), np.asarray(k), np.asarray(v)
-            _check_qk(q, k)
-            _check_lengths(k, v)
-            _batch_shape(q=q, k=k, v=v)
-            p = attention_weights(q, k, mask, is_causal, scale, bias, **later)
-            return np.einsum("...ij,...jd->...id", p, v)   # (..., L_q, d_v)
+    "_weighted_values": """
+        def _weighted_values(p, v):
+            weighed = (p != 0).any(axis=-2)[..., None]   # (..., L_k, 1): the keys some query weighs
+            # a key no query weighs has its values zeroed first: its weight 0 times a NaN value would be NaN
+            return np.einsum("...ij,...jd->...id", p, np.where(weighed, v, v.dtype.type(0)))   # (..., L_q, d_v)
     """,
-}, wraps=("scaled_dot_product_attention",))
+})
 
 _REVERSED = Variant("reversed_summation_order", NUMPY_BASE,
                     "scores and LayerNorm's statistics summed one term at a time, last feature first", {
@@ -133,7 +124,7 @@ _LSE = Variant("logsumexp_softmax", NUMPY_BASE, "softmax as exp(s - logsumexp(s)
     "_masked_softmax": """
         def _masked_softmax(scores, visible):
             filled = np.where(visible, scores, -np.inf)
-            m = filled.max(axis=-1, keepdims=True)
+            m = filled.max(axis=-1, keepdims=True, initial=-np.inf)   # a row of no keys (L_k = 0) takes -inf
             m = np.where(np.isfinite(m), m, 0)
             lse = m + np.log(np.where(visible, np.exp(filled - m), 0).sum(axis=-1, keepdims=True))
             return np.where(visible & np.isfinite(lse), np.exp(filled - np.where(np.isfinite(lse), lse, 0)), 0)
@@ -145,10 +136,12 @@ _ONLINE = Variant("online_softmax", NUMPY_BASE,
     "scaled_dot_product_attention": """
         def scaled_dot_product_attention(q, k, v, mask=None, is_causal=False, scale=None, bias=None, window_size=None,
                                          q_segment_ids=None, kv_segment_ids=None, softcap=None, sinks=None,
-                                         return_lse=False):
+                                         return_lse=False, dropout_p=0.0, generator=None):
             later = dict(window_size=window_size, q_segment_ids=q_segment_ids, kv_segment_ids=kv_segment_ids,
-                         softcap=softcap, sinks=sinks)   # the later chapters' keywords, left to the base
-            if return_lse or any(value is not None for value in later.values()):  # the later chapters' keywords
+                         softcap=softcap, sinks=sinks, generator=generator,
+                         dropout_p=dropout_p or None)   # the later chapters' keywords, left to the base
+            later = {name: value for name, value in later.items() if value is not None}
+            if return_lse or later:
                 return _plain_scaled_dot_product_attention(q, k, v, mask, is_causal, scale, bias, return_lse=return_lse,
                                                            **later)
             q, k, v = np.asarray(q), np.asarray(k), np.asarray(v)
@@ -162,7 +155,9 @@ _ONLINE = Variant("online_softmax", NUMPY_BASE,
             scale = _default_scale(d_k) if scale is None else float(scale)
             scores = _add_bias(np.broadcast_to(_scores(q, k, scale), shape), bias, shape)
             visible = visible & (scores > -np.inf)
+            weighed = visible.any(axis=-2)[..., None]                # (..., L_k, 1): the keys some query sees
             v = np.broadcast_to(v, lead + (L_k, d_v))
+            v = np.where(weighed, v, v.dtype.type(0))   # a key no query sees is removed: 0 * NaN would be NaN
             dtype = np.result_type(q, k, v)
             m = np.full(lead + (L_q, 1), -np.inf, dtype=dtype)       # running maximum
             total = np.zeros(lead + (L_q, 1), dtype=dtype)           # running sum of exponentials
