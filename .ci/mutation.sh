@@ -2,7 +2,8 @@
 # Generated mutants, reduced form (tests/mutation/, docs/validation.md): a fixed, deterministic sample of
 # cosmic-ray's mutants of numpy_fast and torch_naive (every 48th in cosmic-ray's order, plus every mutant a new
 # test closed) runs through the chapters that concern it in the `ci` profile; a sampled mutant that survives and
-# is not listed in tests/mutation/equivalent.toml fails the stage. Then the report's meta test.
+# is neither listed in tests/mutation/equivalent.toml nor an open survivor of docs/validation.md fails the stage
+# (a ratchet). Then the report's meta test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CI=1
