@@ -468,6 +468,19 @@ def test_mha_passes_the_later_keywords_to_every_head(impl, which, data):
 
 @claim("MHA-10")
 @pytest.mark.parametrize("which", HEAD_KEYWORDS)
+def test_gqa_passes_the_later_keywords_to_every_head(impl, which):
+    """With G = 2 K/V heads for H = 4 query heads, each keyword still reaches every query head: the output
+    equals the reference's (each K/V head shared by its two query heads, not broadcast over all four)."""
+    c, G = _gqa(MHACase(2, 3, 4, 4, 2, seed=11, self_attention=False, mask_kind="padding"), 2)
+    ids = lambda L: np.sort(np.random.default_rng(L).integers(0, 3, (c.B, L)), axis=-1)  # noqa: E731
+    keywords = {"window_size": {"window_size": (1, 1)}, "softcap": {"softcap": 2.0},
+                "sinks": {"sinks": normal(c.seed + 7, (c.num_heads,), scale=2.0)},
+                "segment_ids": {"q_segment_ids": ids(c.L_q), "kv_segment_ids": ids(c.L_k)}}[which]
+    check.oracle(impl, MHA, *c.args, num_kv_heads=G, mask=c.mask, is_causal=c.is_causal, **keywords)
+
+
+@claim("MHA-10")
+@pytest.mark.parametrize("which", HEAD_KEYWORDS)
 @given(data=st.data())
 def test_mha_with_a_keyword_equals_its_heads_given_it(impl, which, data):
     """The keyword on multi_head_attention equals the four steps with each head's attention given the keyword
