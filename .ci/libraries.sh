@@ -7,8 +7,11 @@ set -euo pipefail
 # CI installs the extra with everything else in its first stage (a pip install while other stages run
 # in the same venv could change what they import): MHA_SPEC_INSTALLED=1 says it is there.
 [ "${MHA_SPEC_INSTALLED:-}" = 1 ] || python -m pip install -q -e ".[libraries]" -c constraints.txt
-# Measured on the 2-core development machine (shared, loaded), 5 examples per test: 1071 s in all, of which
-# FlexAttention (eager on the CPU, ~0.1 s a call) 432 s; MHA_SPEC_LIBRARY_ADAPTERS picks a subset.
+# Every adapter (adapters/, `all`), 5 examples per test; MHA_SPEC_LIBRARY_ADAPTERS picks a subset. Before the
+# adapters' speed-ups this took 1071 s on the 2-core machine (FlexAttention 432 s: its TorchDynamo trace was
+# redone per call); each adapter's FULL run now takes 11-64 s of CPU (FlexAttention the most; JAX with an
+# empty compilation cache 20 s), so CI can run them all; on the shared machine under a load of ~20 the wall
+# time is several times the CPU time (each of the HF adapters took ~4 min here that way), so time it on CI.
 python -m docs_gen.libraries run --out .artifacts/libraries --examples "${MHA_SPEC_LIBRARY_EXAMPLES:-5}" \
     --adapters "${MHA_SPEC_LIBRARY_ADAPTERS:-all}"
 python -m docs_gen.libraries --check
