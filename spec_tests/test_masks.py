@@ -468,8 +468,8 @@ def test_an_all_true_mask_puts_no_nan_in_allowed_cells(impl, seed, L_q, L_k, d):
 
 
 @claim("MASK-9")
-@given(case=poisoned_cases(), size=st.sampled_from([1e4, 3e4]))
-def test_large_finite_values_at_hidden_positions_change_no_visible_output(impl, case, size):
+@given(case=poisoned_cases(), large=st.sampled_from([1e4, 3e4]))
+def test_large_finite_values_at_hidden_positions_change_no_visible_output(impl, case, large):
     """K of size 1e4 at keys hidden from some rows (scores in the tens of thousands) and V = 1000 at keys no query
     sees (ONNX's test) change no output of a row that does not see them: a hidden score is removed, not
     outweighed by a finite fill such as -1e4."""
@@ -477,8 +477,8 @@ def test_large_finite_values_at_hidden_positions_change_no_visible_output(impl, 
     visible = _visible_cells(kw, q.shape[-2], k.shape[-2])
     unseen, partly = ~visible.any(axis=-2), visible.any(axis=-2) & ~visible.all(axis=-2)
     rows = ~(visible & partly[..., None, :]).any(axis=-1)
-    k2 = np.where(partly[..., None], size * normal(5, k.shape), _poisoned(k, unseen, size))
+    k2 = np.where(partly[..., None], large * normal(5, k.shape), _poisoned(k, unseen, large))
     clean = impl.scaled_dot_product_attention(q, k, v, **kw)
     seen = impl.scaled_dot_product_attention(q, k2, _poisoned(v, unseen, 1000.0), **kw)
-    check.close(impl, seen[rows], clean[rows], f"K of size {size:g} at hidden keys and V = 1000 at keys no query "
+    check.close(impl, seen[rows], clean[rows], f"K of size {large:g} at hidden keys and V = 1000 at keys no query "
                 "sees change no output of a row that does not see them", size=tolerance.attention_output_size(v))

@@ -114,6 +114,19 @@ def attention_output_size(v) -> float:
     return magnitude(v)
 
 
+def dropout_size(dropout_p: float, v=None) -> float:
+    """max|V| (1 for the weights) / (1 - p): weights lie in [0, 1] and dropout scales each kept one by
+    1 / (1 - p), so the dropped weights and P' V round terms up to this size (p = 0: the plain weights)."""
+    return (magnitude(v) if v is not None else 1.0) / (1.0 - float(dropout_p))
+
+
+def unchanged_size(result) -> float:
+    """max|result| of the call without the keyword: a keyword that must change nothing (dropout_p while
+    not training) leaves the computation as it was, so the two results differ only by their own rounding.
+    (multi_head_size would let an all-zero bfloat16 output pass such a relation.)"""
+    return magnitude(result)
+
+
 def layer_norm_size(x, gamma, beta, eps=1e-5) -> float:
     """max over rows of max|x| / sqrt(var + eps), times max|gamma|, plus max|beta|.
 
