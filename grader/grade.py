@@ -72,11 +72,10 @@ def grade_one(submission: Path, out: Path, rubric: rubric_mod.Rubric, progress=N
 
 def ranking(submission: Path, rubric: rubric_mod.Rubric, result: run_mod.Run):
     """The rubric's optional leaderboard (grader/leaderboard.py), unless grading left no time for it."""
-    board_settings = leaderboard.Settings.from_table(rubric.leaderboard, rubric.path)
     if result.load_error or result.timed_out or result.seconds > rubric.total_timeout - LEADERBOARD_S:
         why = ("it could not be imported" if result.load_error else
                f"grading left less than {LEADERBOARD_S} s of the {rubric.total_timeout:g} s for timing it")
-        return leaderboard.Board(board_settings, leaderboard.Measure(problem=why), leaderboard.Measure())
+        return leaderboard.Board(rubric.leaderboard, leaderboard.Measure(problem=why), leaderboard.Measure())
     return leaderboard.run(submission, rubric, rubric.leaderboard)
 
 

@@ -33,7 +33,7 @@ from __future__ import annotations
 import dataclasses
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -89,7 +89,6 @@ class Board:
     settings: Settings
     submission: Measure
     baseline: Measure
-    notes: list[str] = field(default_factory=list)
 
     @property
     def ranked(self) -> bool:
@@ -125,7 +124,7 @@ class Board:
     def extra(self) -> dict:
         """For results.json's extra_data (the instructor)."""
         return {"settings": dataclasses.asdict(self.settings), "submission": dataclasses.asdict(self.submission),
-                "baseline": dataclasses.asdict(self.baseline), "notes": self.notes}
+                "baseline": dataclasses.asdict(self.baseline)}
 
 
 def inputs(settings: Settings) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -241,9 +240,8 @@ def _wrong(seen, qkv, settings: Settings) -> str | None:
     return None
 
 
-def run(submission: Path, rubric, table: dict) -> Board:
-    """The leaderboard's measurements for one submission (the rubric's [leaderboard] table)."""
-    settings = Settings.from_table(table, rubric.path)
+def run(submission: Path, rubric, settings: Settings) -> Board:
+    """The leaderboard's measurements for one submission (the rubric's [leaderboard] settings)."""
     with tempfile.TemporaryDirectory(prefix="mha-board-") as work:
         staged = uploads.stage(Path(submission), Path(work))
         mine = measure(str(staged.entry), rubric.limits, settings, check_output=True)

@@ -80,7 +80,7 @@ class Rubric:
     exclude_tests: tuple[str, ...] = ()  # "module.py::test_name": not run, not graded
     required_dtypes: tuple[str, ...] = ()  # dtypes a submission must declare (DTYPES)
     notes: list[str] = field(default_factory=list)
-    leaderboard: dict | None = None  # the [leaderboard] table (grader/leaderboard.py), when there is one
+    leaderboard: leaderboard.Settings | None = None  # the [leaderboard] table (grader/leaderboard.py), if any
 
     @property
     def claims(self) -> list[str]:
@@ -212,7 +212,7 @@ def load(path: str | Path | None = None) -> Rubric:
     board = data.get("leaderboard")
     if board is not None:
         try:
-            leaderboard.Settings.from_table(board, str(path))
+            board = leaderboard.Settings.from_table(board, str(path))
         except (ValueError, TypeError) as exc:
             raise RubricError(str(exc)) from None
     return Rubric(str(path), items, total, bool(grading.get("partial", True)), str(grading.get("docs_url", "")),
