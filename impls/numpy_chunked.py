@@ -24,6 +24,15 @@ exactly 0; a row with no visible key keeps l = 0 and a = 0 and outputs exactly 0
 `is_causal` (bottom-right aligned) the key blocks wholly above the diagonal are never
 computed, and fully masked blocks are skipped.
 
+Dropout (`dropout_p`, `generator`; `training` in `multi_head_attention`) as FlashAttention does it:
+the normaliser l sums the undropped exponentials, and only the accumulator takes the dropped ones,
+
+    a' = alpha a + (P_b * M_b / (1 - p)) V_b
+
+so the output is P' V with P' = P M / (1 - p). Each tile's M_b is computed from the weights'
+positions and one key drawn from the caller's generator (impls/_counter_dropout.py), so the pattern
+is the same for every block size, and no L_q x L_k array of draws is ever made.
+
 Block sizes: `scaled_dot_product_attention`, `attention_weights` and
 `multi_head_attention` take `block_q` and `block_k` (any size >= 1; None means the
 defaults BLOCK_Q and BLOCK_K, chosen for speed on a CPU's cache). The non-attention
@@ -36,11 +45,13 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from impls._counter_dropout import keep_factors, key_from
 from impls._heads import multi_head
 from impls._tiling import TilePlan, block_sizes
 from impls.numpy_fast import layer_norm, merge_heads, sinusoidal_positional_encoding, split_heads
 from impls._mask_keywords import and_masks, extra_mask, values_no_query_sees_zeroed
 from reference.checks import check_attention, check_multi_head
+from reference.dropout import check_dropout_p
 
 BACKEND = "numpy"
 DTYPES = ("float64", "float32")
@@ -70,6 +81,20 @@ class _Tiles(TilePlan):
         self.q = np.broadcast_to(q, (*lead, *q.shape[-2:]))  # (*lead, L_q, d_k), a view
         self.kT = np.swapaxes(np.broadcast_to(k, (*lead, *k.shape[-2:])), -1, -2)  # (*lead, d_k, L_k), a view
         self.v = None if v is None else np.broadcast_to(v, (*lead, *v.shape[-2:]))  # (*lead, L_k, d_v)
+        self.drop = None  # dropout: (key, p), set by with_dropout
+
+    def with_dropout(self, dropout_p, generator):
+        """Dropout on (dropout_p > 0): one key drawn from the caller's generator for the whole call."""
+        if dropout_p > 0:
+            self.drop = (key_from(generator, "numpy"), dropout_p)
+        return self
+
+    def keep(self, i0, i1, j0, j1, dtype):
+        """M / (1 - p) of tile [i0, i1) x [j0, j1), (*lead, bq, bk): 1 / (1 - p) where kept, 0 where dropped."""
+        key, p = self.drop
+        n = int(np.prod(self.lead))
+        factors = keep_factors(key, p, self.L_q, self.L_k, (0, n), (i0, i1), (j0, j1))  # (n, bq, bk)
+        return factors.reshape(*self.lead, i1 - i0, j1 - j0).astype(dtype, copy=False)
 
 
 def _masked_scores(tiles, qs, i0, i1, j0, j1, out):
@@ -113,6 +138,8 @@ def _attend_block(tiles, scale, i0, i1, out, s_buf):
         l *= alpha
         l += s.sum(axis=-1, keepdims=True)  # l' = alpha l + sum_j P_b
         acc *= alpha
+        if tiles.drop is not None:  # l took every weight; the output takes the kept ones, scaled
+            s *= tiles.keep(i0, i1, j0, j1, dtype)  # P_b * M_b / (1 - p)
         acc += s @ tiles.v[..., j0:j1, :]  # a' = alpha a + P_b V_b
         m = m_new
     np.divide(acc, l, out=out[..., i0:i1, :], where=l > 0)  # a / l; l = 0: no visible key, output 0
@@ -177,38 +204,46 @@ def _weights(tiles, scale, dtype):
             s = _masked_scores(tiles, qs, i0, i1, j0, j1, p[..., i0:i1, j0:j1])
             if s is None:
                 continue  # a skipped tile stays 0
-            written.append(s)
+            written.append((j0, j1, s))
             m_new, shift = _new_max(m, s)
             l *= np.exp(m - shift)
             l += np.exp(s - shift).sum(axis=-1, keepdims=True)
             m = m_new
         shift = np.where(np.isneginf(m), 0.0, m).astype(dtype, copy=False)  # the row's final max
         inv = np.divide(1.0, l, out=np.zeros_like(l), where=l > 0)  # 1 / l; 0 for a row with no visible key
-        for s in written:  # pass 2: P = exp(s - m) / l
+        for j0, j1, s in written:  # pass 2: P = exp(s - m) / l
             s -= shift
             np.exp(s, out=s)
             s *= inv
+            if tiles.drop is not None:
+                s *= tiles.keep(i0, i1, j0, j1, dtype)  # P' = P * M / (1 - p)
     return p
 
 
 def scaled_dot_product_attention(q, k, v, mask=None, is_causal=False, scale=None, block_q=None, block_k=None,
-                                 window_size=None, q_segment_ids=None, kv_segment_ids=None):
+                                 window_size=None, q_segment_ids=None, kv_segment_ids=None, dropout_p=0.0,
+                                 generator=None):
     """softmax(Q K^T * scale) V by online softmax; q (..., L_q, d_k), k (..., L_k, d_k), v (..., L_k, d_v).
 
-    window_size and segment ids become one (L_q, L_k) mask ANDed with `mask` (correct, not O(L) in memory)."""
+    window_size and segment ids become one (L_q, L_k) mask ANDed with `mask` (correct, not O(L) in memory).
+    dropout_p > 0: P' V, the pattern drawn from `generator` (np.random.Generator), the same for every block size."""
     check_attention(q, k, v, mask=mask)
+    dropout_p = check_dropout_p(dropout_p)
     mask = and_masks(mask, extra_mask(q, q.shape[-2], k.shape[-2], window_size, q_segment_ids, kv_segment_ids))
     v = values_no_query_sees_zeroed(v, mask, is_causal, q.shape[-2], k.shape[-2])  # 0 · NaN is NaN in a tile
-    tiles = _Tiles(q, k, mask, is_causal, block_q, block_k, v)
+    tiles = _Tiles(q, k, mask, is_causal, block_q, block_k, v).with_dropout(dropout_p, generator)
     return _attend(tiles, _scale(q.shape[-1], scale), np.result_type(q, k, v))  # (..., L_q, d_v)
 
 
 def attention_weights(q, k, mask=None, is_causal=False, scale=None, block_q=None, block_k=None,
-                      window_size=None, q_segment_ids=None, kv_segment_ids=None):
-    """P = softmax(Q K^T * scale) over visible keys, computed tile by tile; (..., L_q, L_k)."""
+                      window_size=None, q_segment_ids=None, kv_segment_ids=None, dropout_p=0.0, generator=None):
+    """P = softmax(Q K^T * scale) over visible keys, computed tile by tile; (..., L_q, L_k).
+
+    dropout_p > 0: P' = P * M / (1 - p), M as scaled_dot_product_attention draws it from the same generator state."""
     check_attention(q, k, mask=mask)
+    dropout_p = check_dropout_p(dropout_p)
     mask = and_masks(mask, extra_mask(q, q.shape[-2], k.shape[-2], window_size, q_segment_ids, kv_segment_ids))
-    tiles = _Tiles(q, k, mask, is_causal, block_q, block_k)
+    tiles = _Tiles(q, k, mask, is_causal, block_q, block_k).with_dropout(dropout_p, generator)
     return _weights(tiles, _scale(q.shape[-1], scale), np.result_type(q, k))
 
 
@@ -218,13 +253,19 @@ def _linear(x, w, b):
 
 
 def multi_head_attention(query, key, value, weights, num_heads, mask=None, is_causal=False,
-                         block_q=None, block_k=None):
-    """Concat(head_1..head_H) W^O + b_O with chunked heads; query (B, L_q, D), key/value (B, L_k, D)."""
+                         block_q=None, block_k=None, dropout_p=0.0, training=False, generator=None):
+    """Concat(head_1..head_H) W^O + b_O with chunked heads; query (B, L_q, D), key/value (B, L_k, D).
+
+    training=True: the heads' weights dropped with probability dropout_p; training=False: no dropout."""
     d_k, _ = check_multi_head(query, key, value, weights, num_heads, mask)
     block_sizes(block_q, block_k, BLOCK_Q, BLOCK_K)  # bad sizes fail before any work
+    dropout_p = check_dropout_p(dropout_p)  # checked in evaluation too
+    if not training:
+        dropout_p = 0.0  # evaluation: no dropout, whatever dropout_p
     scale = 1.0 / math.sqrt(d_k)
 
     def attend(q, k, v):  # (B, H, L, d_k) heads, all at once, one query block at a time
-        return _attend(_Tiles(q, k, mask, is_causal, block_q, block_k, v), scale, q.dtype)
+        tiles = _Tiles(q, k, mask, is_causal, block_q, block_k, v).with_dropout(dropout_p, generator)
+        return _attend(tiles, scale, q.dtype)
 
     return multi_head(query, key, value, weights, num_heads, attend, _linear, split_heads, merge_heads)

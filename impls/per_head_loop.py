@@ -14,6 +14,7 @@ import math
 import numpy as np
 
 from reference.checks import check_attention, check_layer_norm, check_multi_head, check_num_heads, check_rotary
+from reference.dropout import check_dropout_p
 
 BACKEND = "numpy"
 DTYPES = ("float64", "float32")
@@ -57,9 +58,25 @@ def _attention_matrix(q, k, allowed, scale, bias=None):
     return p
 
 
-def attention_weights(q, k, mask=None, is_causal=False, scale=None, bias=None):
-    """P = softmax(Q K^T * scale + bias) over visible keys, scale = 1/sqrt(d_k) by default; (..., L_q, L_k)."""
+# --8<-- [start:dropout]
+def _dropout_one(p, dropout_p, rng):
+    """One head's P' = P * M / (1 - p): each weight, one at a time, kept when its draw u_ij >= p."""
+    out = np.zeros_like(p)
+    for i in range(p.shape[0]):
+        for j in range(p.shape[1]):
+            if rng.random() >= dropout_p:  # kept, with probability 1 - p
+                out[i, j] = p[i, j] / (1 - dropout_p)
+    return out  # (L_q, L_k); a dropped weight is exactly 0
+# --8<-- [end:dropout]
+
+
+def attention_weights(q, k, mask=None, is_causal=False, scale=None, bias=None, dropout_p=0.0, generator=None):
+    """P = softmax(Q K^T * scale + bias) over visible keys, scale = 1/sqrt(d_k) by default; (..., L_q, L_k).
+
+    dropout_p > 0: each head's weights dropped in turn, their draws taken from `generator` (np.random.Generator)."""
     scores_shape = check_attention(q, k, mask=mask, bias=bias)
+    dropout_p = check_dropout_p(dropout_p)
+    rng = np.random.default_rng() if generator is None else generator
     *batch, L_q, L_k = scores_shape
     d_k = q.shape[-1]
     scale = 1.0 / math.sqrt(d_k) if scale is None else float(scale)
@@ -70,13 +87,19 @@ def attention_weights(q, k, mask=None, is_causal=False, scale=None, bias=None):
     p = np.zeros(scores_shape, dtype=np.result_type(q, k))
     for idx in np.ndindex(*batch):  # every batch element and head on its own
         p[idx] = _attention_matrix(q[idx], k[idx], allowed[idx], scale, None if bias is None else bias[idx])
+        if dropout_p > 0:  # its own draws: the heads' patterns are independent
+            p[idx] = _dropout_one(p[idx], dropout_p, rng)
     return p
 
 
-def scaled_dot_product_attention(q, k, v, mask=None, is_causal=False, scale=None, bias=None):
-    """softmax(Q K^T * scale + bias) V; q (..., L_q, d_k), k (..., L_k, d_k), v (..., L_k, d_v) -> (..., L_q, d_v)."""
+def scaled_dot_product_attention(q, k, v, mask=None, is_causal=False, scale=None, bias=None, dropout_p=0.0,
+                                 generator=None):
+    """softmax(Q K^T * scale + bias) V; q (..., L_q, d_k), k (..., L_k, d_k), v (..., L_k, d_v) -> (..., L_q, d_v).
+
+    dropout_p > 0: P' V with the weights of attention_weights(..., dropout_p, generator)."""
     check_attention(q, k, v, mask=mask, bias=bias)
-    p = attention_weights(q, k, mask=mask, is_causal=is_causal, scale=scale, bias=bias)  # (..., L_q, L_k)
+    p = attention_weights(q, k, mask=mask, is_causal=is_causal, scale=scale, bias=bias, dropout_p=dropout_p,
+                          generator=generator)  # (..., L_q, L_k)
     unseen = (p == 0).all(axis=-2)[..., None]  # (..., L_k, 1): keys no query weighs (0 · NaN would be NaN)
     return p @ np.where(unseen, v.dtype.type(0), v)  # (..., L_q, L_k) @ (..., L_k, d_v) -> (..., L_q, d_v)
 
@@ -108,13 +131,19 @@ def _project(x, w, b):
 
 
 # --8<-- [start:multi_head_attention]
-def multi_head_attention(query, key, value, weights, num_heads, mask=None, is_causal=False, num_kv_heads=None):
+def multi_head_attention(query, key, value, weights, num_heads, mask=None, is_causal=False, num_kv_heads=None,
+                         dropout_p=0.0, training=False, generator=None):
     """Concat(head_1..head_H) W^O + b_O, head_h = Attention(Q W_h^Q, K W_g^K, V W_g^V); -> (B, L_q, D).
 
     g = h for multi-head attention; with num_kv_heads = G, g = h // (H/G): W^K and W^V hold
-    G column blocks, and H/G consecutive query heads read the same one.
+    G column blocks, and H/G consecutive query heads read the same one. training=True: each head
+    drops its weights, drawing in turn from the one `generator`; training=False: no dropout.
     """
     d_k, G = check_multi_head(query, key, value, weights, num_heads, mask, num_kv_heads)
+    dropout_p = check_dropout_p(dropout_p)  # checked in evaluation too
+    if not training:
+        dropout_p = 0.0  # evaluation: no dropout, whatever dropout_p
+    rng = np.random.default_rng() if generator is None else generator  # one generator for every head
     B, L_q, D = query.shape
     L_k = key.shape[1]
     # the mask as seen by head h: (B, H, L_q, L_k) -> (B, L_q, L_k)
@@ -128,7 +157,8 @@ def multi_head_attention(query, key, value, weights, num_heads, mask=None, is_ca
         v = _project(value, *_block(weights["w_v"], weights.get("b_v"), g, d_k))  # (B, L_k, d_k)
         # 2) this head's attention
         m = None if head_mask is None else head_mask[:, h]  # (B, L_q, L_k)
-        outputs.append(scaled_dot_product_attention(q, k, v, mask=m, is_causal=is_causal))  # (B, L_q, d_k)
+        outputs.append(scaled_dot_product_attention(q, k, v, mask=m, is_causal=is_causal, dropout_p=dropout_p,
+                                                    generator=rng))  # (B, L_q, d_k)
     # 3) concat along the features (not along L), then W^O fuses the heads back to D
     concat = np.concatenate(outputs, axis=-1)  # (B, L_q, H*d_k)
     return _project(concat, weights["w_o"], weights.get("b_o"))  # (B, L_q, D)

@@ -23,6 +23,11 @@ tile stays with one core and no core waits for another inside an operation. The
 fast path is taken without autograd from N L_q L_k >= FAST_MIN_SCORES on (`fast=` forces
 either); a meta test checks that both paths agree with each other and with the reference.
 
+Dropout (`dropout_p`, `generator`; `training` in `multi_head_attention`) as in numpy_chunked: l sums
+every exponential, the accumulator takes P_b * M_b / (1 - p), and M_b of each tile is computed from
+its weights' positions and one key drawn from the caller's `torch.Generator`
+(impls/_counter_dropout.py): the same pattern on both paths and for every block size.
+
 Block sizes: `scaled_dot_product_attention`, `attention_weights` and `multi_head_attention`
 take `block_q` and `block_k` (any size >= 1; None means BLOCK_Q and BLOCK_K). The
 non-attention functions are torch_sdpa's.
@@ -35,11 +40,13 @@ from concurrent.futures import ThreadPoolExecutor
 import torch
 import torch.nn.functional as F
 
+from impls._counter_dropout import keep_factors, key_from
 from impls._heads import multi_head
 from impls._mask_keywords import and_masks, extra_mask, values_no_query_sees_zeroed
 from impls._tiling import TilePlan, block_sizes
 from impls.torch_sdpa import layer_norm, merge_heads, sinusoidal_positional_encoding, split_heads
 from reference.checks import check_attention, check_multi_head
+from reference.dropout import check_dropout_p
 
 BACKEND = "torch"
 DEVICE = "cpu"
@@ -83,6 +90,20 @@ class _Tiles(TilePlan):
         self.kT = self.k.transpose(1, 2)  # (N, d_k, L_k), a view
         self.v = None if v is None else flat(v)  # (N, L_k, d_v)
         self.N = self.q.shape[0]
+        self.drop = None  # dropout: (key, p), set by with_dropout
+
+    def with_dropout(self, dropout_p, generator):
+        """Dropout on (dropout_p > 0): one key drawn from the caller's generator for the whole call."""
+        if dropout_p > 0:
+            self.drop = (key_from(generator, "torch"), dropout_p)
+        return self
+
+    def keep(self, heads, i0, i1, j0, j1):
+        """M / (1 - p) of tile [i0, i1) x [j0, j1) for the heads `heads` (a slice of N): (n, bq, bk)."""
+        key, p = self.drop
+        n0, n1, _ = heads.indices(self.N)
+        factors = keep_factors(key, p, self.L_q, self.L_k, (n0, n1), (i0, i1), (j0, j1))  # (n, bq, bk), NumPy
+        return torch.from_numpy(factors).to(self.compute)
 
     def hidden(self, i0, i1, j0, j1):
         return super().hidden(i0, i1, j0, j1, flat=lambda tile: tile.reshape(self.N, *tile.shape[-2:]))
@@ -143,14 +164,15 @@ def _query_block(tiles, scale, heads, i0, i1, buf=None, out=None):
         m_new, shift = _new_max(m, s)  # m' = max(m, max_j s_j)
         alpha = torch.exp2(m - shift)  # 2^(m - m'): rescales what was summed under the old max
         v_b = tiles.v[heads, j0:j1]  # (n, bk, d_v)
+        keep = None if tiles.drop is None else tiles.keep(heads, i0, i1, j0, j1)  # M_b / (1 - p)
         if inplace:
             p = s.sub_(shift).exp2_()  # P_b = 2^(s - m'), exactly 0 on hidden keys
             l.mul_(alpha).add_(p.sum(dim=-1, keepdim=True))  # l' = alpha l + sum_j P_b
-            acc.mul_(alpha).baddbmm_(p, v_b)  # a' = alpha a + P_b V_b
+            acc.mul_(alpha).baddbmm_(p if keep is None else p.mul_(keep), v_b)  # a' = alpha a + P_b V_b
         else:
             p = torch.exp2(s - shift)
             l = l * alpha + p.sum(dim=-1, keepdim=True)
-            acc = torch.baddbmm(acc * alpha, p, v_b)
+            acc = torch.baddbmm(acc * alpha, p if keep is None else p * keep, v_b)
         m = m_new
     l = torch.where(l > 0, l, 1.0)  # l = 0 only where a = 0 (no visible key): the output row is 0
     if not inplace:
@@ -254,13 +276,18 @@ def _weights(tiles, scale, inplace):
             m = m_new
         shift = m.masked_fill(m == -math.inf, 0.0)
         inv = torch.where(l > 0, 1.0 / torch.where(l > 0, l, 1.0), 0.0)  # 0 for a row with no visible key
+        every = slice(None)
         if inplace:
-            for _, _, s in tiles_of_row:  # pass 2: P = exp(s - m) / l
+            for j0, j1, s in tiles_of_row:  # pass 2: P = exp(s - m) / l; P' = P * M / (1 - p)
                 s.sub_(shift).exp_().mul_(inv)
+                if tiles.drop is not None:
+                    s.mul_(tiles.keep(every, i0, i1, j0, j1))
         else:
             row = [torch.zeros(N, i1 - i0, L_k, dtype=ct)]
             for j0, j1, s in tiles_of_row:
-                row.append(F.pad(torch.exp(s - shift) * inv, (j0, L_k - j1)))  # the tile, in place in its row
+                s = torch.exp(s - shift) * inv
+                s = s if tiles.drop is None else s * tiles.keep(every, i0, i1, j0, j1)
+                row.append(F.pad(s, (j0, L_k - j1)))  # the tile, in place in its row
             rows.append(sum(row))
     if not inplace:
         p = torch.cat(rows, dim=1)  # (N, L_q, L_k)
@@ -268,25 +295,31 @@ def _weights(tiles, scale, inplace):
 
 
 def scaled_dot_product_attention(q, k, v, mask=None, is_causal=False, scale=None, block_q=None, block_k=None,
-                                 fast=None, window_size=None, q_segment_ids=None, kv_segment_ids=None):
+                                 fast=None, window_size=None, q_segment_ids=None, kv_segment_ids=None, dropout_p=0.0,
+                                 generator=None):
     """softmax(Q K^T * scale) V by online softmax; q (..., L_q, d_k), k (..., L_k, d_k), v (..., L_k, d_v).
 
     fast: True for the thread-pool path, False for the plain one, None (default) to choose by size.
     window_size and segment ids become one (L_q, L_k) mask ANDed with `mask` (correct, not O(L) in memory).
+    dropout_p > 0: P' V, the pattern drawn from `generator` (torch.Generator), the same for every block size.
     """
     check_attention(q, k, v, mask=mask)
+    dropout_p = check_dropout_p(dropout_p)
     mask = and_masks(mask, extra_mask(q, q.shape[-2], k.shape[-2], window_size, q_segment_ids, kv_segment_ids))
     v = values_no_query_sees_zeroed(v, mask, is_causal, q.shape[-2], k.shape[-2])  # 0 · NaN is NaN in a tile
-    tiles = _Tiles(q, k, mask, is_causal, block_q, block_k, v)
+    tiles = _Tiles(q, k, mask, is_causal, block_q, block_k, v).with_dropout(dropout_p, generator)
     return _sdpa(tiles, _scale(q.shape[-1], scale), _needs_grad(q, k, v), fast)
 
 
 def attention_weights(q, k, mask=None, is_causal=False, scale=None, block_q=None, block_k=None,
-                      window_size=None, q_segment_ids=None, kv_segment_ids=None):
-    """P = softmax(Q K^T * scale) over visible keys, computed tile by tile; (..., L_q, L_k)."""
+                      window_size=None, q_segment_ids=None, kv_segment_ids=None, dropout_p=0.0, generator=None):
+    """P = softmax(Q K^T * scale) over visible keys, computed tile by tile; (..., L_q, L_k).
+
+    dropout_p > 0: P' = P * M / (1 - p), M as scaled_dot_product_attention draws it from the same generator state."""
     check_attention(q, k, mask=mask)
+    dropout_p = check_dropout_p(dropout_p)
     mask = and_masks(mask, extra_mask(q, q.shape[-2], k.shape[-2], window_size, q_segment_ids, kv_segment_ids))
-    tiles = _Tiles(q, k, mask, is_causal, block_q, block_k)
+    tiles = _Tiles(q, k, mask, is_causal, block_q, block_k).with_dropout(dropout_p, generator)
     return _weights(tiles, _scale(q.shape[-1], scale), not _needs_grad(q, k))
 
 
@@ -296,13 +329,19 @@ def _linear(x, w, b):
 
 
 def multi_head_attention(query, key, value, weights, num_heads, mask=None, is_causal=False,
-                         block_q=None, block_k=None):
-    """Concat(head_1..head_H) W^O + b_O with chunked heads; query (B, L_q, D), key/value (B, L_k, D)."""
+                         block_q=None, block_k=None, dropout_p=0.0, training=False, generator=None):
+    """Concat(head_1..head_H) W^O + b_O with chunked heads; query (B, L_q, D), key/value (B, L_k, D).
+
+    training=True: the heads' weights dropped with probability dropout_p; training=False: no dropout."""
     d_k, _ = check_multi_head(query, key, value, weights, num_heads, mask)
     block_sizes(block_q, block_k, BLOCK_Q, BLOCK_K)  # bad sizes fail before any work
+    dropout_p = check_dropout_p(dropout_p)  # checked in evaluation too
+    if not training:
+        dropout_p = 0.0  # evaluation: no dropout, whatever dropout_p
     scale = 1.0 / math.sqrt(d_k)
 
     def attend(q, k, v):  # (B, H, L, d_k) heads
-        return _sdpa(_Tiles(q, k, mask, is_causal, block_q, block_k, v), scale, _needs_grad(q, k, v), None)
+        tiles = _Tiles(q, k, mask, is_causal, block_q, block_k, v).with_dropout(dropout_p, generator)
+        return _sdpa(tiles, scale, _needs_grad(q, k, v), None)
 
     return multi_head(query, key, value, weights, num_heads, attend, _linear, split_heads, merge_heads)

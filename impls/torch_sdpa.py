@@ -13,6 +13,10 @@ Built on `torch.nn.functional.scaled_dot_product_attention` and
   given a harmless all-visible mask and zeroed afterwards, so the result and its gradient
   are 0 whichever kernel runs.
 - The kernel returns no weights; `attention_weights` runs it with V = I, whose output is P.
+- Dropout: the kernel's own `dropout_p` draws from PyTorch's global generator and takes no generator
+  of the caller's, so the contract's "the same generator state gives the same pattern" cannot hold
+  through it. With `dropout_p > 0` the kernel computes P alone (V = I, as for `attention_weights`),
+  the mask M is drawn here from the caller's `torch.Generator`, and P' V is one matmul.
 - LayerNorm of float16/bfloat16 runs in float32 (lecture note 2 §4.2) and is cast back; below float64
   each row is centred before F.layer_norm, which alone loses digits on rows with a large mean.
 """
@@ -26,6 +30,7 @@ from impls._mask_keywords import and_masks, extra_mask
 from impls._head_keywords import head_keywords
 from impls._paged import as_contiguous
 from reference.checks import check_attention, check_layer_norm, check_multi_head, check_num_heads
+from reference.dropout import check_dropout_p
 
 BACKEND = "torch"
 DEVICE = "cpu"
@@ -109,23 +114,51 @@ def _with_keywords(q, mask, L_q, L_k, window_size, q_segment_ids, kv_segment_ids
     return and_masks(mask, extra_mask(q, L_q, L_k, window_size, q_segment_ids, kv_segment_ids))
 
 
+# --8<-- [start:dropout]
+def _dropout(p, dropout_p, generator):
+    """P' = P * M / (1 - p), M_ij ~ Bernoulli(1 - p) drawn from `generator` (a torch.Generator)."""
+    u = torch.rand(p.shape, generator=generator, dtype=torch.float32, device=p.device)  # (..., L_q, L_k): one draw each
+    return torch.where(u >= dropout_p, p / (1 - dropout_p), torch.zeros((), dtype=p.dtype, device=p.device))
+
+
+def _attend_dropped(q, k, v, mask, is_causal, scale, bias, dropout_p, generator):
+    """P' V, with P from the kernel (V = I) and P' = P * M / (1 - p) drawn from the caller's generator.
+
+    q (..., L_q, d_k), k (..., L_k, d_k), v (..., L_k, d_v) with common leading dims -> (..., L_q, d_v).
+    """
+    eye = torch.eye(k.shape[-2], dtype=q.dtype, device=q.device).expand(*k.shape[:-1], k.shape[-2])  # P @ I = P
+    p = _dropout(_attend(q, k, eye, mask, is_causal, scale, bias), dropout_p, generator)  # (..., L_q, L_k)
+    unseen = (p == 0).all(dim=-2).unsqueeze(-1)  # (..., L_k, 1): keys no query weighs (0 * NaN would be NaN)
+    return p @ torch.where(unseen, torch.zeros((), dtype=v.dtype, device=v.device), v)  # (..., L_q, d_v)
+# --8<-- [end:dropout]
+
+
 def scaled_dot_product_attention(q, k, v, mask=None, is_causal=False, scale=None, bias=None, window_size=None,
-                                 q_segment_ids=None, kv_segment_ids=None):
-    """softmax(Q K^T * scale + bias) V; q (..., L_q, d_k), k (..., L_k, d_k), v (..., L_k, d_v) -> (..., L_q, d_v)."""
+                                 q_segment_ids=None, kv_segment_ids=None, dropout_p=0.0, generator=None):
+    """softmax(Q K^T * scale + bias) V; q (..., L_q, d_k), k (..., L_k, d_k), v (..., L_k, d_v) -> (..., L_q, d_v).
+
+    dropout_p > 0: P' V, each weight kept with probability 1 - p and scaled by 1 / (1 - p), from `generator`."""
     *_, L_q, L_k = check_attention(q, k, v, mask=mask, bias=bias)
+    dropout_p = check_dropout_p(dropout_p)
     mask = _with_keywords(q, mask, L_q, L_k, window_size, q_segment_ids, kv_segment_ids)
     q, k, v = _broadcast_leading(q, k, v)
+    if dropout_p > 0:
+        return _attend_dropped(q, k, v, mask, is_causal, _scale(q, scale), bias, dropout_p, generator)
     return _attend(q, k, v, mask, is_causal, _scale(q, scale), bias)
 
 
 def attention_weights(q, k, mask=None, is_causal=False, scale=None, bias=None, window_size=None,
-                      q_segment_ids=None, kv_segment_ids=None):
-    """P = softmax(Q K^T * scale + bias) over visible keys, scale = 1/sqrt(d_k) by default; (..., L_q, L_k)."""
+                      q_segment_ids=None, kv_segment_ids=None, dropout_p=0.0, generator=None):
+    """P = softmax(Q K^T * scale + bias) over visible keys, scale = 1/sqrt(d_k) by default; (..., L_q, L_k).
+
+    dropout_p > 0: P' = P * M / (1 - p), M drawn from `generator`, as scaled_dot_product_attention draws it."""
     *_, L_q, L_k = check_attention(q, k, mask=mask, bias=bias)
+    dropout_p = check_dropout_p(dropout_p)
     mask = _with_keywords(q, mask, L_q, L_k, window_size, q_segment_ids, kv_segment_ids)
     eye = torch.eye(L_k, dtype=q.dtype, device=q.device)  # (L_k, L_k): P @ I = P
     q, k, eye = _broadcast_leading(q, k, eye)
-    return _attend(q, k, eye, mask, is_causal, _scale(q, scale), bias)  # (..., L_q, L_k)
+    p = _attend(q, k, eye, mask, is_causal, _scale(q, scale), bias)  # (..., L_q, L_k)
+    return _dropout(p, dropout_p, generator) if dropout_p > 0 else p
 
 
 def split_heads(x, num_heads):
@@ -148,13 +181,16 @@ def _linear(x, w, b):
 
 # --8<-- [start:multi_head_attention]
 def multi_head_attention(query, key, value, weights, num_heads, mask=None, is_causal=False, num_kv_heads=None,
-                         window_size=None, q_segment_ids=None, kv_segment_ids=None):
+                         window_size=None, q_segment_ids=None, kv_segment_ids=None, dropout_p=0.0, training=False,
+                         generator=None):
     """Concat(head_1..head_H) W^O + b_O; query (B, L_q, D), key/value (B, L_k, D) -> (B, L_q, D).
 
     num_kv_heads = G < H: W^K, W^V are (D, G*d_k), and the kernel's `enable_gqa` lets query
-    head h read K/V head h // (H/G) without copying K and V.
+    head h read K/V head h // (H/G) without copying K and V. Dropout only while training: then
+    the weights are dropped here (_attend_dropped), with K/V head g repeated for its H/G query heads.
     """
     d_k, G = check_multi_head(query, key, value, weights, num_heads, mask, num_kv_heads)
+    dropping = check_dropout_p(dropout_p) > 0 and training  # never in evaluation, whatever dropout_p
     B, L_q, D = query.shape
     L_k = key.shape[1]
     H = num_heads
@@ -166,7 +202,11 @@ def multi_head_attention(query, key, value, weights, num_heads, mask=None, is_ca
     later = head_keywords(window_size, q_segment_ids, kv_segment_ids)  # segment ids (B, 1, L): a head axis
     mask = _with_keywords(q, mask, L_q, L_k, later.get("window_size"), later.get("q_segment_ids"),
                           later.get("kv_segment_ids"))  # the user's mask AND the window AND the documents
-    heads = _attend(q, k, v, mask, is_causal, 1.0 / math.sqrt(d_k), enable_gqa=G != H)  # (B, H, L_q, d_k)
+    if dropping:
+        k, v = (t.repeat_interleave(H // G, dim=1) for t in (k, v))  # (B, H, L_k, d_k): head h reads h // (H/G)
+        heads = _attend_dropped(q, k, v, mask, is_causal, 1.0 / math.sqrt(d_k), None, dropout_p, generator)
+    else:
+        heads = _attend(q, k, v, mask, is_causal, 1.0 / math.sqrt(d_k), enable_gqa=G != H)  # (B, H, L_q, d_k)
     # 3) concat along features, then W^O
     concat = heads.transpose(1, 2).reshape(B, L_q, D)  # (B, L_q, H*d_k)
     return _linear(concat, weights["w_o"], weights.get("b_o"))  # (B, L_q, D)
