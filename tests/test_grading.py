@@ -30,11 +30,7 @@ from tests.helpers import (ROOT, missing_packages, mutant_attributes, mutant_cla
 MUTANTS_DIR = ROOT / "impls" / "mutants"
 MUTANTS = mutant_names()
 # Known bugs the diagnosis cannot name yet, each with the reason (an expected failure, reported as such).
-NOT_NAMED_YET = {
-    "dropout_generator_ignored": "a bug that ignores the caller's generator gives other results on every call, so "
-                                 "replaying it on further inputs cannot match the submission's; its three dropout "
-                                 "claims are each reported as their own cause",
-}
+NOT_NAMED_YET: dict[str, str] = {}
 
 
 def _rubric(tmp_path, *claims, extra: str = "") -> str:

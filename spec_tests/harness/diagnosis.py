@@ -8,6 +8,9 @@ implementation did:
     same exception (or none);  same result within the relation tolerance of the dtype
     (NaN and inf in the same places);  same result dtype;  the same writes into its inputs;
     and, for two calls on identical inputs, bit-identical results or not, alike;
+    a call drawing from the caller's generator (dropout) that gives other results when it is made again
+    with a generator in the same state compares only what a new draw cannot change: the error, the
+    result's dtype and shapes, and whether it redraws (REDRAWN);
 
 and the correct base does not (so the match is the bug, not agreement on what is right). A minimal
 input hides differences (d_v = 1 makes a scale from d_v no scale; L = 2 makes an off-by-one causal
@@ -80,17 +83,42 @@ def _replay_dtype(module, dtype: str) -> str | None:
 
 
 class Behaviour:
-    """What one call did: its error, result, result dtype and inputs afterwards (float64)."""
+    """What one call did: its error, result, result dtype and inputs afterwards (float64); `redrawn`: made again
+    with a generator in the same state, it gave a result beyond the tolerance from this one (None: not asked)."""
 
     def __init__(self, error=None, result=None, dtype=None, after=None):
         self.error, self.result, self.dtype, self.after = error, result, dtype, after
+        self.redrawn = None
+
+
+# REDRAWN: a call with a generator (dropout's `generator=Seeded(..)`) is one draw of a random result. Made
+# again with a generator in the same state it must give the same result (DROP-1); an implementation that
+# ignores the generator gives another pattern every time, so no replay can match its values. For such a
+# call the implementation and a known bug are compared on the redraw itself (both redraw, the same error,
+# dtype and shapes), and a known bug that does not redraw is not that implementation's bug.
+def _draws(call) -> bool:
+    """The call passes a generator: its result may be a draw (dropout)."""
+    return any(isinstance(v, arrays.Seeded) for v in call.kwargs.values())
+
+
+def _redrawn(first: Behaviour, again: Behaviour, dtype: str) -> Behaviour:
+    """`first`, marked redrawn when `again` (the same call, a generator in the same state) differs beyond tolerance."""
+    first.redrawn = first.error is None and again.error is None and not _close(first.result, again.result, dtype)
+    return first
+
+
+def _shapes(value) -> list:
+    return [np.shape(x) for x in _flat(value)]
 
 
 def _observed(call) -> Behaviour:
     return Behaviour(call.error, call.result, call.seen_dtype, call.after if call.native else None)
 
 
-def _replay(module, call, dtype: str) -> Behaviour:
+def _replay(module, call, dtype: str, again: bool = False) -> Behaviour:
+    """What `module` does on `call` in `dtype`; `again`: made twice, the second time to see whether it redraws."""
+    if again:
+        return _redrawn(_replay(module, call, dtype), _replay(module, call, dtype), dtype)
     fn = getattr(module, call.fname, None)
     if fn is None:
         return Behaviour(error="AttributeError")
@@ -154,6 +182,8 @@ def _same(a: Behaviour, b: Behaviour, dtype: str, compare_dtype: bool) -> bool:
         return True
     if compare_dtype and a.dtype != b.dtype:
         return False
+    if a.redrawn or b.redrawn:  # a new pattern on every call (REDRAWN): only the shapes can agree
+        return bool(a.redrawn and b.redrawn) and _shapes(a.result) == _shapes(b.result)
     return _close(a.result, b.result, dtype) and (a.after is None or b.after is None or
                                                   _close(a.after, b.after, dtype))
 
@@ -200,7 +230,7 @@ def _minimal_matches(subject, calls) -> tuple[list, object]:
     """(the mutants that do on the minimal input what the implementation did, where the correct base does not;
     the call the implementation fails: the last one where it parts from the base)."""
     judged = subject.dtype
-    seen = [_observed(c) for c in calls]
+    seen = _seen_redrawn(subject, calls, [_observed(c) for c in calls])
     seen_repeats = _repeats(calls, seen)
     rounded = [_rounded(c, subject) for c in calls]  # the values a lower-precision implementation saw
     base = None
@@ -211,7 +241,7 @@ def _minimal_matches(subject, calls) -> tuple[list, object]:
             continue
         inputs = calls if dtype == judged else rounded
         if name == "_base":
-            replayed = [_replay(module, c, dtype) for c in inputs]
+            replayed = [_replay(module, c, dtype, bool(s.redrawn)) for c, s in zip(inputs, seen)]
             base = (replayed, _repeats(calls, replayed), dtype)
             parted = [c for c, r, s in zip(calls, replayed, seen) if not _same(r, s, judged, dtype == judged)]
             failing = parted[-1] if parted else calls[-1]
@@ -220,7 +250,7 @@ def _minimal_matches(subject, calls) -> tuple[list, object]:
             return [], calls[-1]
         replayed = []
         for c, s in zip(inputs, seen):  # most mutants part from the implementation at the first call
-            replayed.append(_replay(module, c, dtype))
+            replayed.append(_replay(module, c, dtype, bool(s.redrawn)))
             if not _same(replayed[-1], s, judged, dtype == judged):
                 break
         else:
@@ -231,6 +261,18 @@ def _minimal_matches(subject, calls) -> tuple[list, object]:
                 continue  # it does what the correct base does here: this is not the bug that shows
             matches.append((name, module))
     return matches, (failing if base is not None else calls[-1])
+
+
+def _seen_redrawn(subject, calls, seen: list[Behaviour]) -> list[Behaviour]:
+    """The implementation's behaviours, each call with a generator marked redrawn or not (REDRAWN): compared with
+    an identical call of the test when there is one, else with the call made once more."""
+    for n, (c, s) in enumerate(zip(calls, seen)):
+        if not _draws(c) or s.error is not None:
+            continue
+        twin = next((o for m, o in enumerate(seen) if m != n and calls[m].fname == c.fname
+                     and _identical((calls[m].args, calls[m].kwargs), (c.args, c.kwargs))), None)
+        _redrawn(s, twin if twin is not None else _ask(subject, c), subject.dtype)
+    return seen
 
 
 GONE, RULED_OUT, SEVERAL = "gone", "ruled out", "several"  # why _the_one names no candidate
@@ -291,18 +333,33 @@ def _looks_like(data: dict, subject, why: str = "", alike=()):
 # ------------------------------------------------------------------------ telling candidates apart
 
 
+def _ask(subject, call) -> Behaviour:
+    return (_on_subject_native if call.native else _on_subject)(subject, call)
+
+
 def _asked(subject, probe, twice: bool) -> tuple:
     """(what the implementation did on a probe, and when asked `twice` whether the two results were
-    bit-identical), inside torch.autocast when the test's call was."""
-    ask = _on_subject_native if probe.native else _on_subject
+    bit-identical), inside torch.autocast when the test's call was; a probe with a generator is always
+    asked twice, and its behaviour marked redrawn or not (REDRAWN)."""
     with _autocast("torch", probe.autocast):
-        first = ask(subject, probe)
-        return first, (_identical(first.result, ask(subject, probe).result) if twice else None)
+        first = _ask(subject, probe)
+        if not (twice or _draws(probe)):
+            return first, None
+        second = _ask(subject, probe)
+        if _draws(probe):
+            _redrawn(first, second, subject.dtype)
+        return first, (_identical(first.result, second.result) if twice else None)
 
 
-def _replayed(module, probe, dtype: str, twice: bool) -> tuple:
+def _replayed(module, probe, dtype: str, twice: bool, again: bool = False) -> tuple:
+    """A known bug's (behaviour, bit-identical when made twice); `again`: marked redrawn or not (REDRAWN)."""
     first = _replay(module, probe, dtype)
-    return first, (_identical(first.result, _replay(module, probe, dtype).result) if twice else None)
+    if not (twice or again):
+        return first, None
+    second = _replay(module, probe, dtype)
+    if again:
+        _redrawn(first, second, dtype)
+    return first, (_identical(first.result, second.result) if twice else None)
 
 
 def _alike(a: tuple, b: tuple, judged: str, compare_dtype: bool) -> bool:
@@ -324,7 +381,8 @@ def _the_one(subject, calls, failing, candidates: list) -> tuple:
     def behaves(module) -> bool:
         dtype = _replay_dtype(module, judged)
         inputs = asked if dtype == judged else rounded
-        return all(_alike(_replayed(module, p, dtype, twice or p.native), s, judged, dtype == judged)
+        return all(_alike(_replayed(module, p, dtype, twice or p.native, bool(s[0].redrawn)), s, judged,
+                          dtype == judged)
                    for p, s in zip(inputs, seen))
 
     if behaves(mutants(subject.backend == "torch")[0][1]):
