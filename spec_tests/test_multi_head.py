@@ -76,6 +76,22 @@ def _head_output(impl, case: MHACase, h: int):
     return out[..., :case.d_k]
 
 
+def _on_one_array(impl, case: MHACase, **kwargs):
+    """multi_head_attention given one array where the case shares one: self-attention passes the same array as
+    query, key and value (CONTRACT.md), cross-attention the same memory as key and value; (seen, the inputs as
+    the reference gets them, which inputs share an array)."""
+    weights, native_kwargs = impl.native(case.weights), impl.native({**case.kwargs, **kwargs})
+    if case.self_attention:
+        x = impl.native(case.query)
+        out = impl.call_native(MHA, x, x, x, weights, case.num_heads, **native_kwargs)
+        inputs, shared = (case.query, case.query, case.query), "query, key and value"
+    else:
+        memory = impl.native(case.key)
+        out = impl.call_native(MHA, impl.native(case.query), memory, memory, weights, case.num_heads, **native_kwargs)
+        inputs, shared = (case.query, case.key, case.key), "key and value"
+    return impl.to_numpy(out), inputs, shared
+
+
 # ---------------------------------------------------------------------------------- MHA-1
 @claim("MHA-1")
 @pytest.mark.parametrize("B, L_q, L_k, H, d_k, self_attention",
@@ -194,6 +210,18 @@ def test_changing_one_heads_weights_changes_only_its_block(impl, case, h, which)
 def test_multi_head_attention_matches_oracle(impl, case):
     """Concat(head_1..head_H) W^O + b_O equals the float64 reference (random weights, biases, masks, causal)."""
     check.oracle(impl, MHA, *case.args, **case.kwargs)
+
+
+@claim("MHA-5")
+@given(case=mha_cases(masked=None, causal=None))
+@example(case=MHACase(2, 3, 3, 2, 2, seed=0))  # self-attention: one array three times, with biases
+@example(case=MHACase(2, 3, 4, 2, 2, seed=1, self_attention=False))  # one memory array as key and value
+def test_one_array_passed_as_several_inputs_matches_oracle(impl, case):
+    """The same array as query, key and value (self-attention), or as key and value (one memory), equals the
+    reference: a shortcut that projects a shared input once must give what three separate inputs give."""
+    seen, inputs, shared = _on_one_array(impl, case)
+    check.against(impl, seen, reference.multi_head_attention, (*inputs, case.weights, case.num_heads), case.kwargs,
+                  f"multi_head_attention with one array passed as {shared} against the float64 reference")
 
 
 # ---------------------------------------------------------------------------------- MHA-6
@@ -343,6 +371,21 @@ def test_grouped_query_attention_matches_oracle(impl, gqa):
     """multi_head_attention(..., num_kv_heads=G) equals the reference for every G dividing H, masks and causal."""
     case, G = gqa
     check.oracle(impl, MHA, *case.args, num_kv_heads=G, **case.kwargs)
+
+
+@claim("MHA-9")
+@given(gqa=gqa_cases())
+@example(gqa=_gqa(MHACase(2, 3, 3, 4, 2, seed=3), 2))  # self-attention on one array, G = 2 < H = 4
+@example(gqa=_gqa(MHACase(1, 2, 3, 4, 2, seed=4, self_attention=False), 1))  # one memory as key and value, MQA
+def test_grouped_query_attention_on_one_array_matches_oracle(impl, gqa):
+    """num_kv_heads=G with the same array as query, key and value (or as key and value) equals the reference:
+    with G < H the K/V projections are narrower than W^Q, so they cannot be fused with it as for G = H."""
+    case, G = gqa
+    seen, inputs, shared = _on_one_array(impl, case, num_kv_heads=G)
+    check.against(impl, seen, reference.multi_head_attention, (*inputs, case.weights, case.num_heads),
+                  {**case.kwargs, "num_kv_heads": G},
+                  f"multi_head_attention(..., num_kv_heads={G}) with one array passed as {shared} against the "
+                  "float64 reference")
 
 
 @claim("MHA-9")

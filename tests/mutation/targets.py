@@ -34,8 +34,10 @@ MHA = ("multi_head", "masks", "residual", "variable_length", "precision", "error
 POS = ("positional", "precision", "errors")
 LN = ("layer_norm", "residual", "precision", "errors")
 GRAD = ("gradients", "errors")
+DROP = ("dropout",)  # the functions that take dropout_p run the dropout chapter too
 EVERYTHING = ("sdpa", "masks", "multi_head", "layer_norm", "positional", "residual", "variable_length",
-              "softcap_sinks", "log_sum_exp", "mask_algebra", "gradients", "efficient", "precision", "errors")
+              "softcap_sinks", "log_sum_exp", "mask_algebra", "gradients", "efficient", "dropout", "precision",
+              "errors")
 
 
 @dataclass(frozen=True)
@@ -54,8 +56,9 @@ NUMPY_FAST = {
     "_softmax_with_sink_inplace": ("softcap_sinks", "sdpa", "log_sum_exp", "errors"),
     "_weights": SDPA + ("positional",),
     "_default_scale": SDPA,
-    "attention_weights": SDPA,
-    "scaled_dot_product_attention": SDPA,
+    "attention_weights": SDPA + DROP,
+    "_dropout": ("dropout", "errors"),
+    "scaled_dot_product_attention": SDPA + DROP,
     "_log_sum_exp": ("log_sum_exp", "softcap_sinks", "errors"),
     "merge_attention": ("log_sum_exp", "errors"),
     "split_heads": MHA,
@@ -63,7 +66,7 @@ NUMPY_FAST = {
     "_linear": MHA,
     "_fused": MHA,
     "_to_heads": MHA,
-    "multi_head_attention": MHA,
+    "multi_head_attention": MHA + DROP,
     "layer_norm": LN,
     "sinusoidal_positional_encoding": POS,
     "rotary_embedding": POS,
@@ -71,6 +74,7 @@ NUMPY_FAST = {
     "layer_norm_backward": GRAD,
     "_reduce_to": GRAD,
     "scaled_dot_product_attention_backward": GRAD,
+    "paged_attention": ("efficient", "errors"),
 }
 
 TORCH_NAIVE = {
@@ -78,17 +82,19 @@ TORCH_NAIVE = {
     "_attention_weights": SDPA + ("positional",),
     "_check_softcap_and_sinks": ("softcap_sinks", "errors"),
     "_scale": SDPA,
-    "attention_weights": SDPA,
-    "scaled_dot_product_attention": SDPA,
+    "attention_weights": SDPA + DROP,
+    "_dropout": ("dropout", "errors"),
+    "scaled_dot_product_attention": SDPA + DROP,
     "merge_attention": ("log_sum_exp", "errors"),
     "split_heads": MHA,
     "merge_heads": MHA,
     "_linear": MHA,
-    "multi_head_attention": MHA,
+    "multi_head_attention": MHA + DROP,
     "layer_norm": LN,
     "sinusoidal_positional_encoding": POS,
     "rotary_embedding": POS,
     "t5_relative_position_bucket": POS,
+    "paged_attention": ("efficient", "errors"),
 }
 
 TARGETS = {t.name: t for t in (
@@ -96,8 +102,9 @@ TARGETS = {t.name: t for t in (
     Target("torch_naive", "impls/torch_naive.py", TORCH_NAIVE),
     Target("_mask_keywords", "impls/_mask_keywords.py",
            {"_window": ("mask_algebra", "masks", "errors"), "extra_mask": ("mask_algebra", "masks", "errors"),
-            "and_masks": ("mask_algebra", "masks", "errors")},
-           host="impls/numpy_fast.py", module="impls._mask_keywords"),
+            "and_masks": ("mask_algebra", "masks", "errors"),
+            "values_no_query_sees_zeroed": ("masks", "efficient", "errors")},
+           host="impls/numpy_chunked.py", module="impls._mask_keywords"),  # the one host that calls all four
     Target("_heads", "impls/_heads.py", {"multi_head": MHA}, host="impls/numpy_chunked.py", module="impls._heads"),
     Target("_tiling", "impls/_tiling.py", {},
            host="impls/numpy_chunked.py", module="impls._tiling", default=("efficient", "sdpa", "masks", "errors")),
