@@ -13,7 +13,7 @@ the keywords together equal the AND of their masks.
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 import reference
@@ -47,6 +47,11 @@ def packed_rows(draw, max_docs=4, max_doc_len=4):
     lengths = draw(st.lists(st.integers(1, max_doc_len), min_size=1, max_size=max_docs), label="lengths")
     H, d_k, d_v = draw(st.integers(1, 2), label="H"), draw(HEAD_DIMS, label="d_k"), draw(HEAD_DIMS, label="d_v")
     seed, causal = draw(SEEDS, label="seed"), draw(st.booleans(), label="is_causal")
+    return packed_row(lengths, H, d_k, d_v, seed, causal)
+
+
+def packed_row(lengths, H, d_k, d_v, seed, causal):
+    """q, k, v (H, L, d) for documents of these lengths packed in one row, their segment ids (L,), is_causal."""
     L = sum(lengths)
     q, k, v = normal(seed, (H, L, d_k)), normal(seed + 1, (H, L, d_k)), normal(seed + 2, (H, L, d_v))
     return q, k, v, lengths, segment_ids_from_lengths(lengths), causal
@@ -118,6 +123,21 @@ def test_weights_across_documents_are_exactly_zero(impl, row):
     other = np.broadcast_to(~document_mask(seg, seg), p.shape)
     check.exactly(impl, np.where(other, p, 0.0), np.zeros_like(p),
                   f"documents of lengths {lengths} (is_causal={causal}): every weight on another document's key is 0")
+
+
+@claim("MALG-2")
+@given(row=packed_rows(), which=st.sampled_from(["q_segment_ids", "kv_segment_ids"]))
+@example(row=packed_row([2, 3], 1, 2, 2, seed=0, causal=False), which="q_segment_ids")  # two documents
+@example(row=packed_row([3, 1], 2, 2, 3, seed=1, causal=True), which="kv_segment_ids")
+def test_one_segment_ids_argument_serves_queries_and_keys(impl, row, which):
+    """Self-attention may pass its segment ids once, as q_segment_ids or as kv_segment_ids: the one given serves
+    both, so the documents stay apart exactly as with both given."""
+    q, k, v, lengths, seg, causal = row
+    alone = impl.scaled_dot_product_attention(q, k, v, is_causal=causal, **{which: seg})
+    check.against(impl, alone, reference.scaled_dot_product_attention, (q, k, v),
+                  dict(is_causal=causal, q_segment_ids=seg, kv_segment_ids=seg),
+                  f"documents of lengths {lengths} (is_causal={causal}) with only {which} given equal both given "
+                  "the same ids")
 
 
 @claim("MALG-2")
