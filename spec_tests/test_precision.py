@@ -111,7 +111,8 @@ def test_layer_norm_runs_in_float32_under_autocast(impl, seed, D, mean, low):
 
 
 # ---------------------------------------------------------------------------------- PREC-3
-PREC3_FUNCTIONS = {"sdpa": SDPA, "mha": "multi_head_attention", "layer_norm": "layer_norm"}
+PREC3_FUNCTIONS = {"sdpa": SDPA, "mha": "multi_head_attention", "layer_norm": "layer_norm",
+                   "rope": "rotary_embedding"}
 
 
 def _float64_only(impl) -> None:
@@ -119,49 +120,58 @@ def _float64_only(impl) -> None:
         not_applicable(f"PREC-3 is about float64 input, and this run is {impl.dtype}")
 
 
-def _charge_a_float32_step(impl, fname: str, evidence) -> None:
-    """Fail with the input, the digits and the sizes when `evidence` shows a float32 step inside a float64 call."""
-    if evidence is None or evidence.verdict != "float32":
+def _charge_a_precision_step(impl, fname: str, evidence) -> None:
+    """Fail with the input's values, the digits and the sizes when `evidence` shows a float32, float16 or
+    bfloat16 step inside a float64 call (the precision it reached: evidence.step)."""
+    if evidence is None or not evidence.step:
         return
-    ulps = evidence.err / (tolerance.EPS["float32"] * max(evidence.terms, 1e-300))
+    low = evidence.step
+    ulps = evidence.err / (tolerance.EPS[low] * max(evidence.terms, 1e-300))
     check.compare(impl, evidence.seen, evidence.expected, evidence.bound,
                   f"{fname}(...) of float64 input against the float64 reference: its error {evidence.err:.3g} is "
-                  f"{ulps:.2g} float32 ulp of the output's terms and within the float32 rule "
-                  f"({evidence.float32_allowed:.3g}), so some step (the scores, the softmax, the statistics or "
-                  f"the output) ran in float32; keep every step in the input's dtype",
-                  calls=[c for c in (evidence.call,) if c is not None])
+                  f"{ulps:.2g} {low} ulp of the output's terms and within the {low} rule "
+                  f"({evidence.allowed_there:.3g}), so some step (the scores, the softmax, the statistics, the "
+                  f"angles or the output) ran in {low}; keep every step in the input's dtype",
+                  calls=[c for c in (evidence.call,) if c is not None], inputs=True)
 
 
 @claim("PREC-3")
 @given(case=attention_cases(masked=False, causal=False), data=st.data(), B=st.integers(1, 2), seed=SEEDS)
 def test_float64_input_is_computed_in_float64(impl, case, data, B, seed):
-    """float64 in, float64 accuracy: a float32 step anywhere inside a float64 call (`torch.tensor(x)`, `.float()`,
-    scores cast to float32, a softmax with dtype=float32, LayerNorm's statistics in float32) keeps the dtype but
-    only 7 digits. This claim pays for that bug, once: it fails when the error is far above float64's and
-    within float32's rule (tolerance.float32_step); the other claims judge such an implementation at the
+    """float64 in, float64 accuracy: a float32 (or float16, bfloat16) step anywhere inside a float64 call
+    (`torch.tensor(x)`, `.float()`, scores cast to float32, a softmax with dtype=float32 or in float16,
+    LayerNorm's statistics in float32, RoPE's angles in float32) keeps the dtype but only 7 (or 3) digits. This
+    claim pays for that bug, once: it fails when the error is far above float64's and of a lower precision's
+    size, within its rule (tolerance.precision_step); the other claims judge such an implementation at the
     precision it reached (spec_tests/harness/carried.py) and say so. A larger error is another claim's bug."""
     _float64_only(impl)
     present = [w for w, fname in PREC3_FUNCTIONS.items() if impl.callable(fname)]  # drawn among those it has
     which = data.draw(st.sampled_from(present or ["sdpa"]), label="which")
     if which == "sdpa":
         fname, args = SDPA, (case.q, case.k, case.v)
-    elif which == "mha":
+    elif which == "mha":  # with or without biases (a module whose projections have none takes the latter)
         x = normal(seed, (B, case.L_q, 4))
-        fname, args = "multi_head_attention", (x, x, x, mha_weights(seed + 1, 4, True), 2)
+        biases = data.draw(st.booleans(), label="biases")
+        fname, args = "multi_head_attention", (x, x, x, mha_weights(seed + 1, 4, biases), 2)
+    elif which == "rope":  # near positions (float64's allowance grows with the largest angle m θ_0 = m)
+        fname, args = "rotary_embedding", (normal(seed, (B, case.L_q, 8)), np.arange(case.L_q))
     else:
         ln = LayerNormCase((B, case.L_q), 8, seed)
         fname, args = "layer_norm", (ln.x, ln.gamma, ln.beta)
-    _charge_a_float32_step(impl, fname, carried.precision_evidence(impl, fname, args, {}))
+    _charge_a_precision_step(impl, fname, carried.precision_evidence(impl, fname, args, {}))
 
 
 @claim("PREC-3")
 def test_float64_input_keeps_float64_precision_on_the_fixed_inputs(impl):
-    """The fixed inputs on which the other claims decide whether to judge an implementation at float32: when its
-    attention, multi-head attention or LayerNorm shows a float32 step there, this claim fails (and is the one
-    that pays), so that no claim is ever judged at float32 while PREC-3 passes."""
+    """The fixed inputs on which the other claims decide whether to judge an implementation at a lower precision:
+    when its attention, multi-head attention, LayerNorm or RoPE shows a float32, float16 or bfloat16 step there,
+    this claim fails (and is the one that pays), on the smallest cut of that input that shows it, so that no
+    claim is ever judged at a lower precision while PREC-3 passes."""
     _float64_only(impl)
     present = [fname for fname in carried.PRECISION_FUNCTIONS if impl.callable(fname)]
     if not present:
         not_applicable(f"{impl.name} has none of {', '.join(carried.PRECISION_FUNCTIONS)}")
     for fname in present:
-        _charge_a_float32_step(impl, fname, carried.float32_evidence(impl, fname))
+        evidence = carried.step_evidence(impl, fname)
+        if evidence is not None:
+            _charge_a_precision_step(impl, fname, carried.smallest_step(impl, fname, evidence))

@@ -1,9 +1,10 @@
-"""Partial lower precision, charged once (spec_tests/harness/carried.py, tolerance.float32_step), and error carried
+"""Partial lower precision, charged once (spec_tests/harness/carried.py, tolerance.precision_step), and error carried
 forward from a function's own formula to its masked calls.
 
-Known bugs written the way outsiders write them do part of a float64 call in float32 (the scores, the softmax,
-LayerNorm's statistics): each is found by PREC-3, on the fixed inputs every other claim decides by, and the other
-claims judge it at float32 and say so. A formula bug in attention or multi-head attention is charged to SDPA-1 or
+Known bugs written the way outsiders write them do part of a float64 call in float32 or float16 (the scores, the
+softmax, LayerNorm's statistics): each is found by PREC-3, on the fixed inputs every other claim decides by, and the
+other claims judge it at the precision it reached and say so. A formula's error of half precision's size (a wrong
+scale, a wrong epsilon) is no precision step: it moves smoothly with the input, rounding's does not. A formula bug in attention or multi-head attention is charged to SDPA-1 or
 MHA-5, not again to the masks chapter; a masking bug still fails there.
 """
 
@@ -59,8 +60,8 @@ def test_a_float32_step_inside_a_float64_call_is_found_on_the_fixed_inputs(name,
     claims("MASK-1")
     subject = _subject(MUTANTS_DIR / f"{name}.py")
     fname = PARTLY_FLOAT32[name]
-    evidence = carried.float32_evidence(subject, fname)
-    assert evidence is not None and evidence.verdict == "float32", name
+    evidence = carried.step_evidence(subject, fname)
+    assert evidence is not None and evidence.step == "float32", name
     assert carried.PRECISION_CLAIM in carried.lower_verdict(subject, fname)
     assert carried.judged_dtype(subject) == "float32"
 
@@ -70,7 +71,7 @@ def test_correct_implementations_show_no_float32_step(name, claims):
     claims("MASK-1")
     subject = _subject(ROOT / "impls" / f"{name}.py")
     assert carried.judged_dtype(subject) == "float64"
-    assert all(carried.float32_evidence(subject, f) is None for f in carried.PRECISION_FUNCTIONS)
+    assert all(carried.step_evidence(subject, f) is None for f in carried.PRECISION_FUNCTIONS)
 
 
 @pytest.mark.parametrize("name", ["layer_norm_eps_1e_6", "layer_norm_eps_outside_sqrt", "no_score_scaling"])
@@ -79,6 +80,53 @@ def test_a_small_error_of_another_kind_is_not_a_precision_step(name, claims):
     claims("MASK-1")
     subject = _subject(MUTANTS_DIR / f"{name}.py")
     assert carried.judged_dtype(subject) == "float64"
+
+
+def test_a_float16_softmax_inside_a_float64_call_is_found_and_judged_at_float16(claims):
+    claims("MASK-1")
+    subject = _subject(MUTANTS_DIR / "float16_softmax_in_float64.py")
+    evidence = carried.step_evidence(subject, "scaled_dot_product_attention")
+    assert evidence is not None and evidence.step == "float16"
+    assert carried.lower_verdict(subject, "scaled_dot_product_attention") == (carried.PRECISION_CLAIM,)
+    assert carried.judged_dtype(subject) == "float16"
+    q, k, v, mask = _attention_inputs(1)
+    check.oracle(subject, "scaled_dot_product_attention", q, k, v, mask=mask)
+    assert "judged at float16 precision" in carried.note_for(current().nodeid)
+
+
+@pytest.mark.parametrize("name", ["mha_scale_by_sqrt_d_model", "low_precision_mha_scale_by_sqrt_d_model",
+                                  "float32_layer_norm_eps_too_large", "layer_norm_lecture_note_code"])
+def test_a_formula_error_of_half_precisions_size_is_no_precision_step(name, claims):
+    """A wrong scale or epsilon errs by 1e-3..1e-2, within bfloat16's rule: but it moves smoothly with the input."""
+    claims("MASK-1")
+    subject = _subject(MUTANTS_DIR / f"{name}.py")
+    assert carried.judged_dtype(subject) == "float64"
+    assert carried.PRECISION_CLAIM not in sum((carried.lower_verdict(subject, f) for f in carried.PRECISION_FUNCTIONS
+                                               if subject.has(f)), ())
+
+
+def test_the_step_found_is_the_most_precise_whose_rule_holds_the_error():
+    allowed = {"float32": 1e-6, "float16": 1e-2, "bfloat16": 1e-1}.get
+    assert carried.tolerance.precision_step(1e-7, 1e-12, allowed, 1.0) == "float32"
+    assert carried.tolerance.precision_step(1e-3, 1e-12, allowed, 1.0) == "float16"
+    assert carried.tolerance.precision_step(5e-2, 1e-12, allowed, 1.0) == "bfloat16"
+    assert carried.tolerance.precision_step(1e-5, 1e-12, allowed, 1.0) is None  # neither float32's nor float16's
+    assert carried.tolerance.precision_step(1e-13, 1e-12, allowed, 1.0) is None  # float64's
+    assert carried.tolerance.precision_step(0.5, 1e-12, allowed, 1.0) is None  # beyond every rule: its own claim's
+
+
+def test_prec_3_shows_the_values_of_the_smallest_input_that_shows_the_step(claims):
+    claims("PREC-3")
+    subject = _subject(MUTANTS_DIR / "float16_softmax_in_float64.py")
+    evidence = carried.step_evidence(subject, "scaled_dot_product_attention")
+    smallest = carried.smallest_step(subject, "scaled_dot_product_attention", evidence)
+    assert smallest.step == "float16" and smallest.call.args[0].shape == (1, 1, 4)
+    with pytest.raises(feedback.SpecFailure) as failure:
+        check.compare(subject, smallest.seen, smallest.expected, smallest.bound, "PREC-3's check", [smallest.call],
+                      inputs=True)
+    text = str(failure.value)
+    for name, value in zip(("q", "k", "v"), smallest.call.args):
+        assert f"{name} = {feedback.fmt_array(value)[:20]}" in text, (name, text)
 
 
 def test_other_claims_judge_a_float32_softmax_at_float32_and_say_so(claims):
@@ -140,3 +188,79 @@ def test_an_mha_that_adds_its_input_is_charged_to_mha_5_not_to_the_masks(claims)
     claims("MHA-5")
     with pytest.raises(feedback.SpecFailure):
         check.oracle(subject, "multi_head_attention", x, kv, kv, mha_weights(5, 4, True), 2, mask=padding)
+
+
+# ----------------------------------------------------------------- RoPE's angles in float32 (Hugging Face's LLaMA)
+FLOAT32_ANGLES = '''"""RoPE whose angles m theta_i are computed in float32 whatever the input's dtype (as Hugging Face's LLaMA)."""
+import numpy as np
+
+BACKEND = "numpy"
+DTYPES = ("float64", "float32")
+CONTRACT = ("rotary_embedding",)
+
+
+def rotary_embedding(x, positions, base=10000.0):
+    d = x.shape[-1]
+    theta = (float(base) ** (-np.arange(0, d, 2, dtype=np.float32) / d)).astype(np.float32)
+    angle = np.asarray(positions).astype(np.float32)[..., None] * theta  # float32 angles
+    cos, sin = np.cos(angle).astype(x.dtype), np.sin(angle).astype(x.dtype)
+    out = np.empty(np.broadcast_shapes(x.shape, angle.shape[:-1] + (d,)), dtype=x.dtype)
+    out[..., 0::2] = x[..., 0::2] * cos - x[..., 1::2] * sin
+    out[..., 1::2] = x[..., 0::2] * sin + x[..., 1::2] * cos
+    return out
+'''
+
+
+def test_float32_angles_in_a_float64_rope_are_charged_to_prec_3_and_pe_4_judged_at_float32(tmp_path, claims):
+    path = tmp_path / "float32_angles.py"
+    path.write_text(FLOAT32_ANGLES, encoding="utf-8")
+    subject = Subject(load(str(path)), "float64")
+    claims("PE-4")
+    evidence = carried.step_evidence(subject, "rotary_embedding")
+    assert evidence is not None and evidence.step == "float32"
+    assert carried.judged_dtype(subject) == "float32"
+    rng = np.random.default_rng(5)
+    x, positions = rng.standard_normal((2, 4, 8)), np.arange(4)
+    check.oracle(subject, "rotary_embedding", x, positions)
+    assert "judged at float32 precision" in carried.note_for(current().nodeid)
+    claims("PREC-3")
+    with pytest.raises(feedback.SpecFailure):
+        check.oracle(subject, "rotary_embedding", x, positions)
+
+
+# ----------------------------------------------------------------- a fixed input out of the implementation's scope
+BIAS_FREE = '''"""Multi-head attention with bias-free projections, whose softmax runs in float32 (as x-transformers')."""
+import numpy as np
+
+import reference
+from spec_tests import OutOfScope
+
+BACKEND = "numpy"
+CONTRACT = ("multi_head_attention",)
+
+
+def _sdpa(q, k, v, mask=None, is_causal=False):
+    scores = (q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1])).astype(np.float32)  # the softmax in float32
+    e = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    return (e / e.sum(axis=-1, keepdims=True)).astype(q.dtype) @ v
+
+
+def multi_head_attention(query, key, value, weights, num_heads, mask=None, is_causal=False):
+    if any(weights.get(n) is not None for n in ("b_q", "b_k", "b_v", "b_o")):
+        raise OutOfScope("bias-free projections")
+    from reference.multi_head import multi_head_attention_from
+    return multi_head_attention_from(query, key, value, weights, num_heads, mask=mask, is_causal=is_causal,
+                                     scaled_dot_product_attention=_sdpa)
+'''
+
+
+def test_a_fixed_input_out_of_scope_is_no_failure_and_the_step_is_found_on_another(tmp_path, claims):
+    path = tmp_path / "bias_free.py"
+    path.write_text(BIAS_FREE, encoding="utf-8")
+    subject = Subject(load(str(path)), "float64")
+    claims("MHA-5")
+    assert carried.lower_verdict(subject, "multi_head_attention") == (carried.PRECISION_CLAIM,)
+    assert carried.judged_dtype(subject) == "float32"
+    evidence = carried.step_evidence(subject, "multi_head_attention")
+    assert evidence is not None and evidence.step == "float32"
+    assert all(evidence.call.args[3].get(n) is None for n in ("b_q", "b_k", "b_v", "b_o"))

@@ -17,13 +17,14 @@ Two rules, applied only when a comparison with the float64 reference has already
    reference built on others names its twin in COMPOSITIONS; a test's own composite (a residual
    block) takes its parts as keyword arguments itself (check.carried_forward).
 
-2. Precision. A float64 call with a float32 step anywhere inside it (the whole call cast down,
-   `torch.tensor(...)`/`.float()`; or only the scores, the softmax, LayerNorm's statistics) errs
-   far more than float64 allows and within float32's rule (tolerance.float32_step). That is
-   charged once, to PREC-3 (computing in the input's precision): when the implementation's
-   attention, multi-head attention or LayerNorm shows it on the fixed inputs below, every other
-   claim is judged at the precision it reached, by the float32 rule, and its feedback says so.
-   An error beyond float32's rule is no precision step: it stays the failure of its own claim.
+2. Precision. A float64 call with a lower-precision step anywhere inside it (the whole call cast down,
+   `torch.tensor(...)`/`.float()`; or only the scores, the softmax, LayerNorm's statistics, RoPE's angles; in
+   float32, float16 or bfloat16) errs far more than float64 allows and within that precision's rule
+   (tolerance.precision_step). That is charged once, to PREC-3 (computing in the input's precision): when the
+   implementation's attention, multi-head attention, LayerNorm or RoPE shows it on the fixed inputs below, every
+   other claim is judged at the precision it reached (the least precise any of them reached), by that dtype's
+   rule, and its feedback says so. An error beyond every rule is no precision step: it stays the failure of its
+   own claim.
 
 Whether a lower function fails its own claims is decided once per implementation and dtype, on a
 few fixed inputs (deterministic, cheap), and those calls are kept out of the failure history.
@@ -40,7 +41,9 @@ import numpy as np
 import reference
 import reference.multi_head
 from spec_tests.harness import tolerance
+from spec_tests.harness.arrays import map_arrays, round_trip
 from spec_tests.harness.context import current
+from spec_tests.harness.scope import OutOfScope, unrecorded
 
 PRECISION_CLAIM = "PREC-3"
 
@@ -70,19 +73,35 @@ def _note_carried(whose: str) -> None:
 
 
 # ------------------------------------------------------------------------------------- precision
-def float32_exact(a) -> bool:
-    """Is every finite value of `a` exactly a float32 (and is there something to tell by)?"""
+def exact_in(a, dtype: str) -> bool:
+    """Is every finite nonzero value of `a` exactly a `dtype` value (and is there something to tell by)?"""
     a = np.asarray(a, dtype=np.float64)
     finite = a[np.isfinite(a) & (a != 0)]  # zeros are exact in every dtype: nothing to tell by
     if finite.size == 0:
         return False
-    with np.errstate(over="ignore"):
-        return bool(np.array_equal(finite, finite.astype(np.float32).astype(np.float64)))
+    with np.errstate(all="ignore"):
+        return bool(np.array_equal(finite, round_trip(finite, dtype)))
+
+
+def float32_exact(a) -> bool:
+    """Is every finite value of `a` exactly a float32 (and is there something to tell by)?"""
+    return exact_in(a, "float32")
+
+
+def stored_in(subject, seen, expected) -> str | None:
+    """The lower precision a float64 call's result was stored in: the least precise of tolerance.STEP_PRECISIONS
+    in which every value seen is exact while the reference's values are not (None when there is none)."""
+    if subject.dtype != "float64":
+        return None
+    for dtype in reversed(tolerance.STEP_PRECISIONS):
+        if exact_in(seen, dtype) and not exact_in(expected, dtype):
+            return dtype
+    return None
 
 
 def computed_in_float32(subject, seen, expected) -> bool:
     """A float64 call whose result holds only float32 values where the reference's does not."""
-    return subject.dtype == "float64" and float32_exact(seen) and not float32_exact(expected)
+    return stored_in(subject, seen, expected) == "float32"
 
 
 def _precision_judged(claims) -> bool:
@@ -112,7 +131,12 @@ def _battery(fname: str):
         from spec_tests.harness.strategies import mha_weights
 
         x, kv = n((2, 3, 4)), n((2, 5, 4))
-        return [("MHA-5", (x, kv, kv, mha_weights(7, 4, True), 2), {})]
+        x8, kv8 = n((2, 6, 8)), n((2, 9, 8))
+        # with biases, and without (a module whose projections have none declares biases out of its scope)
+        return [("MHA-5", (x, kv, kv, mha_weights(7, 4, True), 2), {}),
+                ("MHA-5", (x8, kv8, kv8, mha_weights(9, 8, False), 2), {})]
+    if fname == "rotary_embedding":  # near positions: float64's allowance grows with the largest angle
+        return [("PE-4", (n((2, 6, 8)), np.arange(6)), {})]
     if fname == "split_heads":
         return [("MHA-3", (n((2, 3, 6)), 3), {})]
     if fname == "merge_heads":
@@ -122,10 +146,12 @@ def _battery(fname: str):
 
 @contextlib.contextmanager
 def _off_the_record(subject):
-    """Calls made here leave the subject's history (what a failure reports and diagnoses) as it was."""
+    """Calls made here leave the subject's history (what a failure reports and diagnoses) as it was, and an input
+    the implementation declares out of its scope raises OutOfScope here without rejecting the test's example."""
     saved = list(subject.history)
     try:
-        yield
+        with unrecorded():
+            yield
     finally:
         subject.history[:] = saved
 
@@ -133,15 +159,21 @@ def _off_the_record(subject):
 @dataclass(frozen=True)
 class Evidence:
     """One call of a lower function against the reference: its verdict (None: it matches at the subject's
-    precision; "float32": a float64 call at float32's precision, PREC-3's bug; "failed": any other error)."""
+    precision; "float32", "float16" or "bfloat16": a float64 call at that precision, PREC-3's bug; "failed": any
+    other error)."""
     verdict: str | None
     seen: np.ndarray | None = None
     expected: np.ndarray | None = None
     bound: tolerance.Bound | None = None  # at the subject's dtype
-    float32_allowed: float = 0.0
+    allowed_there: float = 0.0  # the rule of the precision reached (verdict), on this input
     terms: float = 0.0
     err: float = 0.0
     call: object = None  # the call (subject.Call) it was seen on
+
+    @property
+    def step(self) -> str | None:
+        """The lower precision this call reached (PREC-3's bug), or None."""
+        return self.verdict if self.verdict in tolerance.STEP_PRECISIONS else None
 
 
 def precision_evidence(subject, fname, args, kwargs) -> Evidence:
@@ -160,66 +192,168 @@ def precision_evidence(subject, fname, args, kwargs) -> Evidence:
         return Evidence(None, seen, expected, bound, err=err, call=call)
     if subject.dtype != "float64":
         return Evidence("failed", seen, expected, bound, err=err, call=call)
-    f32 = tolerance.bound_against("float32", oracle_fn, r_args, r_kwargs, expected, fname).allowed
+    allowed: dict[str, float] = {}
+
+    def allowed_at(dtype: str) -> float:  # each lower rule computed only when asked (an emulated yardstick)
+        if dtype not in allowed:
+            allowed[dtype] = tolerance.bound_against(dtype, oracle_fn, r_args, r_kwargs, expected, fname).allowed
+        return allowed[dtype]
+
     terms = tolerance.terms_size(fname, r_args, r_kwargs, expected)
-    step = tolerance.float32_step(err, bound.allowed, f32, terms) or \
-        (computed_in_float32(subject, seen, expected) and err <= f32)
-    return Evidence("float32" if step else "failed", seen, expected, bound, f32, terms, err, call)
+    step = tolerance.precision_step(err, bound.allowed, allowed_at, terms)
+    if step in HALF_PRECISIONS and not _error_is_rounding(subject, fname, args, kwargs, seen - expected, step):
+        step = None  # an error of half precision's size that moves smoothly with the input: a formula's bug
+    stored = stored_in(subject, seen, expected)
+    if step is None and stored is not None and err <= allowed_at(stored):  # cast back from a lower dtype
+        step = stored
+    if step is None:
+        return Evidence("failed", seen, expected, bound, err=err, call=call)
+    return Evidence(step, seen, expected, bound, allowed_at(step), terms, err, call)
+
+
+HALF_PRECISIONS = ("float16", "bfloat16")
+NUDGE_ULPS = 8  # the inputs are moved by up to this many ulp of the precision in question, each its own way
+
+
+def _error_is_rounding(subject, fname, args, kwargs, error, dtype: str) -> bool:
+    """Is an error of `dtype`'s size (float16, bfloat16) the noise of rounding to `dtype`, not a formula's bug?
+
+    Rounding's error is noise: move every input by a few ulp of `dtype` (NUDGE_ULPS, each value its own way) and
+    the values rounded inside land elsewhere in their ulp, so the new error is unrelated to the old; the two
+    differ by about as much as either is large. A formula's error (a wrong scale or epsilon, say) is a smooth
+    function of the input: it moves by about NUDGE_ULPS ulp of itself. Half of the larger error tells them apart."""
+    rng = np.random.default_rng(20240612)
+    nudge = NUDGE_ULPS * tolerance.EPS[dtype]
+
+    def moved(a):
+        a = np.asarray(a)
+        return a * (1.0 + nudge * rng.uniform(-1.0, 1.0, a.shape)) if a.dtype.kind == "f" else a
+
+    args2, kwargs2 = map_arrays(args, moved), map_arrays(kwargs, moved)
+    with _off_the_record(subject):
+        seen = np.asarray(subject.call(fname, *args2, **kwargs2), dtype=np.float64)
+    expected = np.asarray(getattr(reference, fname)(*subject.round(args2), **subject.round(kwargs2)), dtype=np.float64)
+    if seen.shape != np.shape(error):
+        return False
+    first, second = (np.nan_to_num(e, nan=0.0, posinf=0.0, neginf=0.0) for e in (error, seen - expected))
+    larger = max(float(np.abs(first).max(initial=0.0)), float(np.abs(second).max(initial=0.0)))
+    return larger > 0 and float(np.abs(second - first).max()) >= 0.5 * larger
 
 
 def _fails(subject, fname, args, kwargs) -> str | None:
-    """None if fname matches the reference on these inputs; else "failed" or "float32"."""
+    """None if fname matches the reference on these inputs; else "failed" or the lower precision it reached."""
     return precision_evidence(subject, fname, args, kwargs).verdict
 
 
 def precision_reached(subject, fname: str, args, kwargs) -> str | None:
-    """None when fname matches the reference at the subject's precision; "float32" when a float64 call errs
-    as a float32 step inside it would (PREC-3's bug); "failed" for any other error."""
+    """None when fname matches the reference at the subject's precision; "float32", "float16" or "bfloat16" when
+    a float64 call errs as a step at that precision inside it would (PREC-3's bug); "failed" for any other error."""
     return _fails(subject, fname, args, kwargs)
 
 
-def float32_evidence(subject, fname: str) -> Evidence | None:
-    """The first fixed input (lower_verdict's) on which fname of this float64 subject shows a float32 step, or
-    None: what PREC-3 charges when the other claims judge the subject at float32 (judged_dtype)."""
+def step_evidence(subject, fname: str) -> Evidence | None:
+    """The first fixed input (lower_verdict's) on which fname of this float64 subject shows a lower-precision
+    step, or None: what PREC-3 charges when the other claims judge the subject at that precision (judged_dtype).
+    Inputs the implementation declares out of its scope are passed over."""
     if subject.dtype != "float64" or not subject.has(fname):
         return None
     with _off_the_record(subject):
         for _claim, args, kwargs in _battery(fname):
             try:
                 evidence = precision_evidence(subject, fname, args, kwargs)
-            except Exception:  # noqa: BLE001 - raising is another claim's failure
+            except Exception:  # noqa: BLE001 - raising is another claim's failure; out of scope, no evidence
                 continue
-            if evidence.verdict == "float32":
+            if evidence.step:
                 return evidence
     return None
 
 
+float32_evidence = step_evidence  # its name when only float32 steps were found
+
+
+def _cuts(fname, args):
+    """Smaller inputs cut from a fixed input (no keywords), one batch entry and one query row each (one row of
+    LayerNorm, one position of RoPE): each is still that function's valid input."""
+    a = [np.asarray(x) if isinstance(x, np.ndarray) else x for x in args]
+    if fname == "layer_norm":
+        return [(a[0][i:i + 1], *a[1:]) for i in range(a[0].shape[0])]
+    batch = range(a[0].shape[0]) if a[0].ndim >= 3 else [None]
+    rows = range(a[0].shape[-2])
+    pick = lambda x, b: x if b is None else x[b:b + 1]  # noqa: E731
+    if fname == "scaled_dot_product_attention":
+        return [(pick(a[0], b)[..., i:i + 1, :], pick(a[1], b), pick(a[2], b)) for b in batch for i in rows]
+    if fname == "multi_head_attention":
+        return [(pick(a[0], b)[..., i:i + 1, :], pick(a[1], b), pick(a[2], b), *a[3:]) for b in batch for i in rows]
+    if fname == "rotary_embedding":
+        return [(pick(a[0], b)[..., i:i + 1, :], a[1][..., i:i + 1]) for b in batch for i in rows]
+    return []
+
+
+def smallest_step(subject, fname: str, evidence: Evidence) -> Evidence:
+    """The evidence of a step found on a fixed input, on the smallest cut of that input (_cuts) that still shows
+    it: what PREC-3's message shows a learner (the values of a one-row input can be read); `evidence` itself
+    when no cut shows it, or it came with keywords."""
+    call = evidence.call
+    if call is None or call.kwargs or not evidence.step:
+        return evidence
+    with _off_the_record(subject):
+        for args in _cuts(fname, call.args):
+            try:
+                smaller = precision_evidence(subject, fname, args, {})
+            except Exception:  # noqa: BLE001 - a cut it cannot take shows nothing
+                continue
+            if smaller.step:
+                return smaller
+    return evidence
+
+
 _VERDICTS: dict[tuple, tuple] = {}
+_REACHED: dict[tuple, str] = {}  # (impl, dtype, fname) -> the lower precision its fixed inputs showed
+
+
+def _coarsest(dtypes) -> str | None:
+    """The least precise of `dtypes` (tolerance.STEP_PRECISIONS), None when there is none."""
+    found = [d for d in tolerance.STEP_PRECISIONS if d in dtypes]
+    return found[-1] if found else None
 
 
 def lower_verdict(subject, fname: str) -> tuple[str, ...]:
-    """The claims `fname` of this implementation fails on the fixed inputs ((), when it holds them all)."""
+    """The claims `fname` of this implementation fails on the fixed inputs ((), when it holds them all). An input
+    it declares out of its scope decides nothing: it is neither a failure nor a pass."""
     key = (id(subject.impl), subject.dtype, fname)
     if key in _VERDICTS:
         return _VERDICTS[key]
     failed: list[str] = []
+    steps: list[str] = []
     with _off_the_record(subject):
         for claim, args, kwargs in _battery(fname):
             try:
                 outcome = _fails(subject, fname, args, kwargs)
+            except OutOfScope:  # declared out of its scope: this input tells nothing
+                continue
             except Exception:  # noqa: BLE001 - raising on valid input is failing the claim
                 outcome = "failed"
             except BaseException as exc:  # not implemented / not applicable: nothing to carry forward
                 if isinstance(exc, (KeyboardInterrupt, SystemExit)):
                     raise
-                failed = []
+                failed, steps = [], []
                 break
-            if outcome == "float32" and PRECISION_CLAIM not in failed:
-                failed.append(PRECISION_CLAIM)
+            if outcome in tolerance.STEP_PRECISIONS:
+                steps.append(outcome)
+                if PRECISION_CLAIM not in failed:
+                    failed.append(PRECISION_CLAIM)
             elif outcome == "failed" and claim not in failed:
                 failed.append(claim)
     _VERDICTS[key] = tuple(failed)
+    if _coarsest(steps):
+        _REACHED[key] = _coarsest(steps)
     return _VERDICTS[key]
+
+
+def reached(subject, fname: str) -> str | None:
+    """The lower precision fname of this float64 subject reached on the fixed inputs (PREC-3's bug), or None."""
+    lower_verdict(subject, fname)
+    return _REACHED.get((id(subject.impl), subject.dtype, fname))
 
 
 def _failing_parts(subject, names) -> dict[str, tuple[str, ...]]:
@@ -274,51 +408,55 @@ def judge_composite(subject, oracle_fn, r_args, r_kwargs, carry, failure, compar
     raise failure
 
 
-PRECISION_FUNCTIONS = ("scaled_dot_product_attention", "multi_head_attention", "layer_norm")
+PRECISION_FUNCTIONS = ("scaled_dot_product_attention", "multi_head_attention", "layer_norm", "rotary_embedding")
 
 
 def judged_dtype(subject) -> str:
-    """The precision a claim judges this subject at: float32 for a float64 subject whose attention, multi-head
-    attention or LayerNorm shows a float32 step on the fixed inputs (PREC-3 pays for that, once), its own dtype
-    otherwise (and always under PREC-3)."""
+    """The precision a claim judges this subject at: for a float64 subject whose attention, multi-head attention,
+    LayerNorm or RoPE shows a lower-precision step on the fixed inputs (PREC-3 pays for that, once), the least
+    precise such step reached; its own dtype otherwise (and always under PREC-3)."""
     if subject.dtype != "float64" or not _precision_judged(current().claims):
         return subject.dtype
+    steps = []
     for fname in PRECISION_FUNCTIONS:
         try:
-            if subject.has(fname) and PRECISION_CLAIM in lower_verdict(subject, fname):
-                return "float32"
+            if subject.has(fname):
+                steps.append(reached(subject, fname))
         except Exception:  # noqa: BLE001 - no verdict: judge at the subject's own dtype
             continue
-    return subject.dtype
+    return _coarsest(steps) or subject.dtype
 
 
-def _note_precision() -> None:
-    _note(f"judged at float32 precision: this implementation computes float64 input at float32's precision, "
+def _note_precision(dtype: str) -> None:
+    _note(f"judged at {dtype} precision: this implementation computes float64 input at {dtype}'s precision, "
           f"which is charged once, to {PRECISION_CLAIM}")
 
 
 def judge_precision(subject, failure, compare) -> None:
-    """Called by check.against when a result failed against the reference: judged again by the float32 rule,
-    compare("float32"), when the implementation computes float64 input in float32 (charged to PREC-3)."""
+    """Called by check.against when a result failed against the reference: judged again by the rule of the
+    precision reached, compare(dtype), when the implementation computes float64 input at a lower precision
+    (charged to PREC-3)."""
     from spec_tests.harness.feedback import SpecFailure
 
-    if judged_dtype(subject) == "float32":
+    dtype = judged_dtype(subject)
+    if dtype != subject.dtype:
         with contextlib.suppress(SpecFailure):
-            compare("float32")
-            _note_precision()
+            compare(dtype)
+            _note_precision(dtype)
             return
     raise failure
 
 
 def judge_relation(subject, scale, failure, compare) -> None:
-    """Called by check.close when a relation failed in float64: judged again at float32 when the implementation
-    computes in float32 (charged to PREC-3); raises `failure` otherwise."""
+    """Called by check.close when a relation failed in float64: judged again at the precision reached when the
+    implementation computes float64 input at a lower precision (charged to PREC-3); raises `failure` otherwise."""
     from spec_tests.harness.feedback import SpecFailure
 
-    if judged_dtype(subject) == "float32":
+    dtype = judged_dtype(subject)
+    if dtype != subject.dtype:
         with contextlib.suppress(SpecFailure):
-            compare(tolerance.relation_bound("float32", scale))
-            _note_precision()
+            compare(tolerance.relation_bound(dtype, scale))
+            _note_precision(dtype)
             return
     raise failure
 
@@ -447,15 +585,17 @@ def judge(subject, fname: str, args, kwargs, n: int, seen, failure, compare) -> 
     pick = (lambda out: out[n]) if isinstance(seen, tuple) else (lambda out: out)
     s = pick(seen)
 
-    # 2. precision: a float64 call answered in float32, judged at float32 (PREC-3 pays for it)
+    # 2. precision: a float64 call answered at a lower precision, judged there (PREC-3 pays for it)
     full = oracle_fn(*r_args, **r_kwargs)
     expected = pick(full)
-    at_float32 = judged_dtype(subject) == "float32"
-    if _precision_judged(claims) and (at_float32 or computed_in_float32(subject, s, expected)):
+    at = judged_dtype(subject)
+    # (a result of exact float32 values is evidence of its own; float16/bfloat16 only from the fixed inputs)
+    lowered = at if at != subject.dtype else "float32" if computed_in_float32(subject, s, expected) else None
+    if _precision_judged(claims) and lowered:
         with contextlib.suppress(SpecFailure):
-            compare(s, expected, pick(tolerance.bound_against("float32", oracle_fn, r_args, r_kwargs, full, fname)),
-                    f"{fname}(...) at float32 precision")
-            _note_precision()
+            compare(s, expected, pick(tolerance.bound_against(lowered, oracle_fn, r_args, r_kwargs, full, fname)),
+                    f"{fname}(...) at {lowered} precision")
+            _note_precision(lowered)
             return
 
     # 1. error carried forward from a lower function that fails its own claims
@@ -469,8 +609,8 @@ def judge(subject, fname: str, args, kwargs, n: int, seen, failure, compare) -> 
             except Exception:  # noqa: BLE001 - the lower function raised: nothing to carry
                 carried = None
             if carried is not None:
-                precision = "float32" if _precision_judged(claims) and \
-                    (at_float32 or computed_in_float32(subject, s, carried)) else subject.dtype
+                precision = ("float32" if at == subject.dtype and computed_in_float32(subject, s, carried) else at) \
+                    if _precision_judged(claims) else subject.dtype
                 bound = tolerance.carried_bound(precision, oracle_fn, r_args, r_kwargs, full, carried_full, fname) \
                     if not isinstance(full, tuple) else \
                     pick(tolerance.bound_against(precision, oracle_fn, r_args, r_kwargs, carried_full, fname))
@@ -482,7 +622,7 @@ def judge(subject, fname: str, args, kwargs, n: int, seen, failure, compare) -> 
                     return
 
     # 3. error carried forward from the function's own formula to its masked calls
-    precision = "float32" if _precision_judged(claims) and at_float32 else subject.dtype
+    precision = at if _precision_judged(claims) else subject.dtype
     if not isinstance(seen, tuple) and _judge_row_by_row(
             subject, fname, args, kwargs, s, compare=compare,
             bound_of=lambda built: tolerance.carried_bound(precision, oracle_fn, r_args, r_kwargs, full, built, fname)):

@@ -15,7 +15,8 @@ import numpy as np
 
 import reference
 from spec_tests.harness import carried, scope, tolerance
-from spec_tests.harness.feedback import SpecFailure, digits_to_tell, fail, fmt_array, fmt_value, precision_note
+from spec_tests.harness.feedback import (SpecFailure, digits_to_tell, fail, fmt_array, fmt_value, input_values,
+                                        precision_note)
 from spec_tests.harness.subject import call_of
 
 def _calls(*arrays):
@@ -31,8 +32,9 @@ def _where(err: np.ndarray) -> tuple:
     return tuple(int(i) for i in np.unravel_index(int(np.argmax(err)), err.shape)) if err.ndim else ()
 
 
-def compare(subject, seen, expected, bound: tolerance.Bound, what: str, calls=(), hint_data=None) -> None:
-    """seen must have expected's shape, no NaN/inf where expected is finite, and error <= bound."""
+def compare(subject, seen, expected, bound: tolerance.Bound, what: str, calls=(), hint_data=None, inputs=False) -> None:
+    """seen must have expected's shape, no NaN/inf where expected is finite, and error <= bound.
+    `inputs`: the failure also lists the values of the first call's inputs (feedback.input_values)."""
     seen = np.asarray(seen, dtype=np.float64)
     expected = np.asarray(expected, dtype=np.float64)
     data = dict(hint_data or {}, seen=seen, expected=expected, what=what)
@@ -62,6 +64,8 @@ def compare(subject, seen, expected, bound: tolerance.Bound, what: str, calls=()
         note = precision_note(expected, seen, getattr(subject, "dtype", None))
         if note:
             lines.append(note)
+        if inputs and calls:
+            lines[:0] = input_values(calls[0])
         fail(subject, what, lines, calls, data)
 
 

@@ -141,6 +141,20 @@ def describe(value) -> str:
     return repr(value)
 
 
+def input_values(call) -> list[str]:
+    """The values of a call's inputs, as the implementation saw them (rounded to its dtype), one line each:
+    "q = [[0.345584]]" (a large array by its shape and first values, as fmt_array writes it)."""
+    subject = call.subject
+    named = list(zip(_param_names(call.fname, len(call.args)), call.args)) + list(call.kwargs.items())
+    lines = []
+    for name, value in named:
+        if isinstance(value, np.ndarray):
+            value = subject.round(value) if subject is not None else value
+            text = fmt_array(value).replace("\n" + " " * 12, "\n" + " " * (len(name) + 5))  # under the first "["
+            lines.append(f"{name} = {text}")
+    return lines
+
+
 def _literal(a: np.ndarray) -> str:
     if a.dtype == np.bool_:
         body = np.array2string(a.astype(int), separator=", ", threshold=10**9, max_line_width=10**9)

@@ -23,11 +23,12 @@ Against the float64 reference (`oracle_bound`, reached through `bound_against`),
 Between two results of one implementation that the math says are equal (`relation_bound`):
 RELATION_ULPS[dtype] ulp x the size of the values involved, derived per dtype (`relation_ulps`).
 
-Precision reached (`float32_step`, PREC-3): a float64 call whose error is above F64_RTOL's allowance, at least
-FLOAT32_STEP_ULPS float32 ulp of its output's terms and within the float32 rule ran some step in float32 (the
-scores, the softmax, LayerNorm's statistics, the output). PREC-3 fails it, once; every other claim then judges
-that implementation by the float32 rule and says so (carried.py). An error beyond the float32 rule is no
-precision step: it is the failure of its own claim.
+Precision reached (`precision_step`, PREC-3): a float64 call whose error is above F64_RTOL's allowance, at least
+FLOAT32_STEP_ULPS float32 ulp of its output's terms and within the rule of float32, float16 or bfloat16 ran some
+step in the most precise of those whose rule holds it (the scores, the softmax, LayerNorm's statistics, RoPE's
+angles, the output). PREC-3 fails it, once; every other claim then judges that implementation by that dtype's
+rule and says so (carried.py). An error beyond bfloat16's rule is no precision step: it is the failure of its
+own claim.
 
 A function without an input array (the sinusoidal encoding) is compared at the most precise dtype
 the implementation declares (`required_dtype`); it does not choose its own slack by the dtype it
@@ -461,16 +462,31 @@ def bound_against(dtype: str, oracle_fn, r_args, r_kwargs, expected, fname: str 
 
 # ------------------------------------------------------------------------------- precision reached (PREC-3)
 # --8<-- [start:float32_step]
-# A float64 call with a float32 step inside (scores, softmax, LayerNorm's statistics or the output kept in
-# float32) errs far more than float64 allows and no more than float32's rule: PREC-3 pays for it, once, and
-# every other claim judges that implementation by the float32 rule (spec_tests/harness/carried.py).
+# A float64 call with a lower-precision step inside (scores, softmax, LayerNorm's statistics, RoPE's angles or the
+# output kept in float32, float16 or bfloat16) errs far more than float64 allows: PREC-3 pays for it, once, and
+# every other claim judges that implementation by the rule of the precision it reached (carried.py).
 FLOAT32_STEP_ULPS = 1.0 / 16  # "far above float64's": at least this many float32 ulp of the output's terms
+STEP_PRECISIONS = ("float32", "float16", "bfloat16")  # the precisions a step may reach, most precise first
 
 
 def float32_step(err: float, float64_allowed: float, float32_allowed: float, terms: float) -> bool:
     """Does a float64 call's error show a float32 step? Above float64's allowance, at least FLOAT32_STEP_ULPS
     float32 ulp of the output's terms (`terms_size`), and within the float32 rule."""
     return float64_allowed < err <= float32_allowed and err >= FLOAT32_STEP_ULPS * EPS["float32"] * terms
+
+
+def precision_step(err: float, float64_allowed: float, allowed_at, terms: float) -> str | None:
+    """The precision a float64 call's error shows it reached: the most precise of STEP_PRECISIONS whose rule
+    (`allowed_at(dtype)`, the bound at that dtype) holds the error while the error is at least FLOAT32_STEP_ULPS
+    ulp of that dtype of the output's terms (of its size, as float32_step asks of float32); None when the error
+    is within float64's allowance or fits no precision's size and rule (then it is no precision step, but the
+    failure of its own claim: an error of 1e-6 is neither float32's nor float16's)."""
+    if err <= float64_allowed:
+        return None
+    return next((dtype for dtype in STEP_PRECISIONS
+                 if FLOAT32_STEP_ULPS * EPS[dtype] * terms <= err <= allowed_at(dtype)), None)
+
+
 # --8<-- [end:float32_step]
 
 
