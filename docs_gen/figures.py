@@ -849,6 +849,86 @@ FIGURES["dropout_heads"] = (
     "different cells dropped in each head, the kept ones doubled")
 
 
+# ------------------------------------------------------------------------------- SDPA: DEGENERATE SIZES
+# (the SDPA chapter's edges, SDPA-9 and SDPA-10: no keys, no queries, d_v != d_k, a negative scale)
+
+def sdpa_degenerate(path: Path) -> Path:
+    """Three edges, each computed by the reference: L_k = 0 (every row dead, output exactly 0; L_q = 0 an empty
+    output), d_k = 128 with d_v = 192 (the scale from d_k), and one query's weights for scale = +s and -s."""
+    from matplotlib.colors import ListedColormap
+
+    from reference import attention_weights, scaled_dot_product_attention
+
+    plt = _pyplot()
+    rng = np.random.default_rng(7)
+    L_q, d_v = 3, 4
+    no_keys = scaled_dot_product_attention(rng.standard_normal((L_q, 2)), np.zeros((0, 2)), np.zeros((0, d_v)))
+    no_queries = scaled_dot_product_attention(np.zeros((0, 2)), rng.standard_normal((5, 2)),
+                                              rng.standard_normal((5, d_v)))
+    fig, axes = plt.subplots(1, 3, figsize=(8.0, 3.0), gridspec_kw={"width_ratios": [1.1, 1.5, 1.6]})
+    ax = axes[0]  # L_k = 0: the output, every row dead
+    ax.imshow(np.zeros(no_keys.shape), cmap=ListedColormap([HIDDEN]), aspect="equal")
+    for i in range(no_keys.shape[0]):
+        for j in range(no_keys.shape[1]):
+            ax.text(j, i, f"{no_keys[i, j]:g}", ha="center", va="center", fontsize=9)
+    ax.set_xticks(range(d_v))
+    ax.set_yticks(range(L_q))
+    ax.tick_params(length=0)
+    for sp in ax.spines.values():
+        sp.set_visible(False)
+    ax.set_title(f"$L_k = 0$: output {no_keys.shape},\nevery row dead, exactly 0")
+    ax.set_xlabel(f"feature\n\n$L_q = 0$: output {no_queries.shape}, empty")
+    ax.set_ylabel("query $i$")
+    _head_dims(axes[1])
+    ax = axes[2]  # a negative scale: the same scores, the weight goes to the least similar key
+    q, k = rng.standard_normal((1, 4)), rng.standard_normal((6, 4))
+    s, scores = 1.0 / np.sqrt(4), (q @ k.T)[0]
+    x = np.arange(6)
+    ax.bar(x - 0.2, attention_weights(q, k, scale=s)[0], width=0.4, color=SEEN, label=f"scale $= +{s:g}$")
+    ax.bar(x + 0.2, attention_weights(q, k, scale=-s)[0], width=0.4, color="#D55E00", label=f"scale $= -{s:g}$")
+    ax.set_xticks(x, [f"{j}\n{scores[j]:.1f}" for j in x])
+    ax.set_xlabel(r"key $j$ (its score $q \cdot k_j$)")
+    ax.set_ylabel("weight")
+    ax.set_title("a negative scale prefers\nthe least similar key")
+    ax.legend(loc="upper left", fontsize=9, frameon=False)
+    ax.set_ylim(0, 0.75)
+    fig.tight_layout(w_pad=1.0)
+    return _save(fig, path)
+
+
+def _head_dims(ax) -> None:
+    """Q (L_q, d_k) and K (L_k, d_k) above V (L_k, d_v) and the output (L_q, d_v), for d_k = 128 and d_v = 192,
+    drawn to scale."""
+    from matplotlib.patches import Rectangle
+
+    from reference import scaled_dot_product_attention
+
+    L_q, L_k, d_k, d_v = 48, 64, 128, 192  # lengths drawn at the head dims' scale
+    rng = np.random.default_rng(8)
+    q, k, v = rng.standard_normal((L_q, d_k)), rng.standard_normal((L_k, d_k)), rng.standard_normal((L_k, d_v))
+    rows = ({"$Q$": q.shape, "$K$": k.shape}, {"$V$": v.shape, "out": scaled_dot_product_attention(q, k, v).shape})
+    for y0, shapes in zip((140, 0), rows):
+        x0 = 0.0
+        for label, (n, cols) in shapes.items():
+            colour = "#009E73" if cols == d_k else "#CC79A7"
+            ax.add_patch(Rectangle((x0, y0), cols, n, facecolor="#F4F4F4", edgecolor=colour, linewidth=2))
+            ax.text(x0 + cols / 2, y0 + n / 2, f"{label}\n({n}, {cols})", ha="center", va="center", fontsize=9)
+            x0 += cols + 24
+    ax.set_xlim(-6, 2 * d_v + 30)
+    ax.set_ylim(-10, 140 + L_k + 6)
+    ax.set_aspect("equal")
+    ax.axis("off")
+    ax.set_title(f"$d_k = {d_k}$, $d_v = {d_v}$:\nscale $1/\\sqrt{{d_k}}$, never $d_v$")
+
+
+FIGURES["sdpa_degenerate"] = (
+    "sdpa", sdpa_degenerate,
+    "Three edges of attention computed by the reference: with no keys every output row is exactly 0 and with no "
+    "queries the output is empty; Q, K, V and the output drawn to scale for d_k = 128 and d_v = 192; and one "
+    "query's weights over six keys for a positive and a negative scale, the negative one favouring the least "
+    "similar key")
+
+
 def write_all(directory: Path = FIGURE_DIR) -> list[Path]:
     """Draw every figure into `directory` as NAME.svg; returns the paths."""
     import matplotlib
