@@ -36,6 +36,7 @@ def key_from(generator, backend: str) -> int:
     return int(torch.randint(0, 2**62, (1,), generator=generator))
 
 
+# --8<-- [start:keep_factors]
 def _mix(z: np.ndarray) -> np.ndarray:
     """splitmix64's finaliser, in place on a uint64 array."""
     z ^= z >> np.uint64(30)
@@ -57,3 +58,4 @@ def keep_factors(key: int, dropout_p: float, L_q: int, L_k: int, heads: tuple[in
     z = _mix(np.uint64(key) + (t + np.uint64(1)) * GAMMA)
     u = (z >> np.uint64(11)).astype(np.float64) * 2.0**-53  # (n, bq, bk), uniform on [0, 1)
     return np.where(u >= dropout_p, 1.0 / (1.0 - dropout_p), 0.0)
+# --8<-- [end:keep_factors]
