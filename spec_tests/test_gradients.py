@@ -231,6 +231,21 @@ def test_sdpa_backward_matches_the_numerical_gradient(impl, case, scale):
 
 
 @claim("GRAD-2")
+@given(seed=SEEDS, B=st.integers(2, 3), L_q=st.integers(1, 4), L_k=st.integers(1, 4), d=st.integers(1, 3),
+       shared=st.sampled_from(["keys and values", "queries"]))
+@example(seed=0, B=2, L_q=3, L_k=2, d=2, shared="keys and values")
+@example(seed=1, B=3, L_q=2, L_k=3, d=2, shared="keys and values")  # B = L_k: (B, d) and (L_k, d) agree in shape
+@example(seed=2, B=2, L_q=2, L_k=3, d=2, shared="queries")
+def test_sdpa_backward_sums_the_gradient_of_a_shared_input_over_the_batch(impl, seed, B, L_q, L_k, d, shared):
+    """An input without the batch axis (k, v (L_k, d) for queries (B, L_q, d), or q (L_q, d) for keys and values
+    (B, L_k, d)) is broadcast over the batch: its gradient has its own shape and sums every batch element's."""
+    q_lead, kv_lead = ((B,), ()) if shared == "keys and values" else ((), (B,))
+    q, k, v = normal(seed, (*q_lead, L_q, d)), normal(seed + 1, (*kv_lead, L_k, d)), normal(seed + 2, (*kv_lead, L_k, d))
+    dout = normal(seed + 7, (B, L_q, d))  # (B, L_q, d_v): the output has the batch axis
+    check.oracle(impl, SDPA_BACKWARD, dout, q, k, v)
+
+
+@claim("GRAD-2")
 def test_backward_passes_reject_a_gradient_of_the_wrong_shape(impl):
     """dy must have x's shape, dout the output's (..., L_q, d_v): otherwise ValueError naming the shapes."""
     x, gamma = normal(0, (3, 4)), np.ones(4)
