@@ -12,8 +12,9 @@ import sys
 from pathlib import Path
 
 import docs_gen
-from docs_gen import (ARTIFACTS, DOCS, FRAGMENTS, ROOT, benchmarks, bug_feedback, claims_pages, conformance,
-                      downloads, examples, figures, kill_rate, mask_explorer, measurements, notebooks, validation)
+from docs_gen import (ARTIFACTS, DOCS, FRAGMENTS, ROOT, benchmarks, boundaries_table, bug_feedback, claims_pages,
+                      conformance, downloads, examples, figures, kill_rate, mask_explorer, measurements, notebooks,
+                      validation)
 from spec_tests.harness import claims
 
 SPEC_REPORT = ARTIFACTS / "spec-report.json"
@@ -141,6 +142,7 @@ def check() -> int:
         docs_gen.write_output(path, content)
     examples.write_all()  # each chapter's worked example, re-run (figures: tests/test_figures.py)
     kill_rate.write_fragment()
+    boundaries_table.write_fragment()
     validation.write_all()  # docs/validation.md, the mutation report
     stale, docs_gen.STALE = docs_gen.STALE, None
     problems = [f"  {_shown(p)}" for p in stale]
@@ -177,6 +179,7 @@ def write_deterministic() -> None:
     print(f"docs_gen: {len(ran)} worked examples run into docs_gen/fragments/*.example.md", flush=True)
     if kill_rate.write_fragment():
         print(f"docs_gen: {_shown(kill_rate.FRAGMENT)} from {_shown(kill_rate.DATA)}", flush=True)
+    print(f"docs_gen: {_shown(boundaries_table.write_fragment())} from spec_tests/claims.toml", flush=True)
     if validation.write_all():
         print(f"docs_gen: {_shown(validation.PAGE)} from {_shown(validation.DATA)}", flush=True)
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import pytest
 
-from spec_tests.harness import context, diagnosis, loader, xfail  # noqa: F401 (diagnosis:
+from spec_tests.harness import boundaries, context, diagnosis, loader, xfail  # noqa: F401 (diagnosis:
 # registers the known-bug diagnoser in feedback.DIAGNOSERS)
 from spec_tests.harness import items as items_mod
 from spec_tests.harness import outcomes, profiles, rootdir, under_test  # profiles: registers and loads the
@@ -107,6 +107,7 @@ def pytest_collection_modifyitems(config, items):
     xfails = config.stash[_XFAILS]
     keep, drop = items_mod.select(config, items)  # --claim, --chapter
     profiles.set_examples(items, profiles.forced_examples())
+    boundaries.attach(keep)  # the boundary inputs each claim declares, tried before the drawn examples
     for item in keep:
         subject = subject_of(item)
         if subject is None:

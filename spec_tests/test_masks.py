@@ -257,6 +257,19 @@ def test_fully_masked_rows_have_zero_weights(impl, seed, L_q, L_k, d, dead):
 
 
 @claim("MASK-4")
+@given(case=attention_cases(masked=True, causal=False, dead_rows=True, bias=True))
+def test_fully_masked_rows_stay_zero_with_a_bias(impl, case):
+    """With an additive bias= as well (a later chapter's keyword), a query whose keys the mask all hides still
+    outputs exactly 0: the bias does not bring its keys back (a mask folded into the bias as a finite minimum
+    gives that row the mean of v)."""
+    out = impl.scaled_dot_product_attention(case.q, case.k, case.v, **case.kwargs)
+    live = np.broadcast_to(case.mask, case.scores_shape).any(axis=-1)  # (..., L_q): rows that see a key
+    check.exactly(impl, out[~live], np.zeros_like(out[~live]),
+                  "with a bias too, rows with no visible key output exactly 0")
+    check.oracle(impl, "scaled_dot_product_attention", case.q, case.k, case.v, **case.kwargs)
+
+
+@claim("MASK-4")
 @given(seed=SEEDS, L_k=st.integers(1, 5), extra=st.integers(1, 4), d=HEAD_DIMS)
 def test_causal_with_more_queries_than_keys_gives_zero_rows(impl, seed, L_k, extra, d):
     """is_causal with L_q > L_k: the first L_q - L_k queries see no key and output exactly 0."""

@@ -50,6 +50,8 @@ class Claim:
     # Examples its Hypothesis tests draw in the dev, ci and grading profiles (None: the profile's
     # own count), chosen by the kill-rate study (docs_gen/kill_rate.py; docs/conventions.md).
     examples: int | None = None
+    # The boundary inputs (harness/boundaries.py) each of its Hypothesis tests tries first, on every run.
+    boundaries: tuple[str, ...] = ()
 
     @property
     def anchor(self) -> str:
@@ -75,7 +77,7 @@ def chapters() -> dict[str, Chapter]:
 def catalogue() -> dict[str, Claim]:
     return {
         c["id"]: Claim(c["id"], c["chapter"], c["summary"], c.get("statement", c["summary"]), c.get("source", ""),
-                       bool(c.get("demonstration", False)), c.get("examples"))
+                       bool(c.get("demonstration", False)), c.get("examples"), tuple(c.get("boundaries", ())))
         for c in _load()["claim"]
     }
 
@@ -103,3 +105,9 @@ def examples(claim_ids) -> int | None:
     """The example count of a test of these claims: the largest of their counts (None: none has one)."""
     counts = [catalogue()[c].examples for c in claim_ids if c in catalogue() and catalogue()[c].examples]
     return max(counts) if counts else None
+
+
+def boundaries(claim_ids) -> tuple[str, ...]:
+    """The boundaries a test of these claims tries: every one any of them declares, in declaration order."""
+    names = [b for c in claim_ids if c in catalogue() for b in catalogue()[c].boundaries]
+    return tuple(dict.fromkeys(names))

@@ -61,6 +61,7 @@ class AttentionCase:
     is_causal: bool = False
     magnitude: float = 1.0  # q and k are drawn with this standard deviation
     alive: bool = True  # without dead_rows, every query row keeps a visible key (key 0)
+    bias: bool = False  # an additive float bias (L_q, L_k) on the scores, passed as bias= (a later chapter's keyword)
     q: np.ndarray = field(init=False, repr=False)
     k: np.ndarray = field(init=False, repr=False)
     v: np.ndarray = field(init=False, repr=False)
@@ -74,9 +75,12 @@ class AttentionCase:
         self.mask = None
         if self.mask_shape is not None:
             self.mask = random_mask(self.seed + 3, self.mask_shape, self.density, self.dead_rows, self.alive)
+        self.bias_values = normal(self.seed + 4, (self.L_q, self.L_k)) if self.bias else None
 
     @property
     def kwargs(self) -> dict:
+        if self.bias:
+            return {"mask": self.mask, "is_causal": self.is_causal, "bias": self.bias_values}
         return {"mask": self.mask, "is_causal": self.is_causal}
 
     @property
@@ -94,8 +98,8 @@ def _mask_shapes(batch: tuple, L_q: int, L_k: int):
 
 @st.composite
 def attention_cases(draw, masked=None, causal=None, lengths=LENGTHS, dims=HEAD_DIMS, batch=BATCH_SHAPES,
-                    dead_rows=False, magnitude=1.0, alignment=False) -> AttentionCase:
-    """An attention problem; masked/causal: True, False or None (either).
+                    dead_rows=False, magnitude=1.0, alignment=False, bias=False) -> AttentionCase:
+    """An attention problem; masked/causal: True, False or None (either); bias: an additive bias on the scores.
 
     dead_rows: masks may hide every key of a query (MASK-4's subject); otherwise each row keeps a visible key.
     alignment: a causal case may be non-square (MASK-3's subject); otherwise causal cases have L_q = L_k."""
@@ -113,7 +117,7 @@ def attention_cases(draw, masked=None, causal=None, lengths=LENGTHS, dims=HEAD_D
         density = draw(st.sampled_from([0.3, 0.6, 0.9]), label="density")
         if dead_rows and len(mask_shape) >= 2:
             dead = draw(st.integers(0, 1), label="dead_rows")
-    return AttentionCase(b, L_q, L_k, d_k, d_v, seed, mask_shape, density, dead, is_causal, magnitude)
+    return AttentionCase(b, L_q, L_k, d_k, d_v, seed, mask_shape, density, dead, is_causal, magnitude, bias=bias)
 
 
 def mha_weights(seed: int, D: int, bias: bool, kv_dim: int | None = None) -> dict:
