@@ -90,6 +90,13 @@ def _mutant_line(m: dict) -> str:
     return f"`{m['target']}.{m['function']}` (line {m['lineno']}): {_code(m['code'])} → {_code(m['mutated'])}"
 
 
+def _extent(t: dict) -> str:
+    """How much of a file's mutants the run ran: all of them, or every Nth."""
+    every, generated = t.get("every", 1), t.get("generated", "?")
+    return (f"`{t['path']}` all {generated} mutants" if every == 1 else
+            f"`{t['path']}` every {every}th of its {generated} mutants")
+
+
 def _intro(doc: dict) -> list[str]:
     targets = doc["targets"]
     files = ", ".join(f"`{t['path']}`" for t in targets.values())
@@ -107,9 +114,8 @@ def _intro(doc: dict) -> list[str]:
         "the package under test in its own copy of the project and runs the tests inside it, and the suite",
         "does not import the implementation it judges as a package.", "",
         f"**Mutated:** {files}. A helper module is mutated in a copy and loaded in place of the",
-        "original by a copy of the implementation that uses it. **Sampled:** " + "; ".join(
-            f"`{t['path']}` every {t.get('every', 1)}th of its {t.get('generated', '?')} mutants" for t in targets.values())
-        + ", in cosmic-ray's order (`--sample 1` runs them all).", "",
+        "original by a copy of the implementation that uses it. **Run:** " + "; ".join(map(_extent, targets.values()))
+        + ", in cosmic-ray's order (`--sample N` runs every Nth, no option all of them).", "",
         "**Operators** (cosmic-ray's core operators, restricted to the slips a learner makes: a changed",
         "constant, `+` for `-`, `*` for `/`, a moved boundary, a negation added or dropped; swaps that can only",
         "raise a TypeError on arrays are left out): " + ", ".join(f"`{o}`" for o in doc["operators"]) + ".", "",

@@ -80,3 +80,27 @@ def test_results_name_functions_of_their_files(data):
         assert t["path"] == TARGETS[name].path
         assert t["generated"] >= sum(1 for m in doc["mutants"] if m["target"] == name)
         json.dumps(t)  # plain data
+
+
+def test_a_stopped_run_resumes_from_the_outcomes_it_recorded(tmp_path, monkeypatch):
+    """Each batch's outcomes are appended to the progress file; --resume reuses those of the same file contents
+    and runs only the rest (a full run takes longer than one sitting on a shared machine)."""
+    from tests.mutation import run
+
+    monkeypatch.setattr(run, "PROGRESS", tmp_path / "progress.jsonl")
+    monkeypatch.setattr(run, "_commit", lambda: "abc1234")
+
+    def mutant(n, outcome=None):
+        return run.Mutant("numpy_fast", "core/NumberReplacer", n, 10 + n, "layer_norm", "layer_norm",
+                          f"x = {n}", f"x = {n + 1}", before=outcome, failed="test_x" if outcome == "killed" else None)
+
+    run.checkpoint([mutant(0, "killed"), mutant(1, "survived")])
+    fresh = [mutant(0), mutant(1), mutant(2)]
+    todo, commits = run.resumed(fresh)
+    assert [m.occurrence for m in todo] == [2] and commits == {"abc1234"}
+    assert (fresh[0].before, fresh[0].failed, fresh[1].before) == ("killed", "test_x", "survived")
+
+    lines = run.PROGRESS.read_text().splitlines()  # the file changed since: nothing recorded for it is reused
+    run.PROGRESS.write_text("".join(line.replace(run._sha("impls/numpy_fast.py"), "0" * 16) + "\n" for line in lines))
+    todo, commits = run.resumed([mutant(0), mutant(1)])
+    assert len(todo) == 2 and not commits

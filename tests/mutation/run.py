@@ -1,4 +1,4 @@
-"""python -m tests.mutation.run [--targets a,b] [--jobs 2] [--sample N] [--rerun-survivors] [--check]
+"""python -m tests.mutation.run [--targets a,b] [--jobs 2] [--sample N] [--resume] [--rerun-survivors] [--check]
 
 Generates mutants with cosmic-ray's operators (targets.OPERATORS) over copies of the targets, never the
 files in impls/ themselves: each mutant is written to its own file under a temporary folder and the suite
@@ -6,6 +6,9 @@ runs against it (`pytest spec_tests/test_<chapter>.py ... --impl <that file> -x`
 mutant that fails a test is killed; one that passes every selected test survived.
 
     (no option)          run every mutant of the targets; write docs_gen/data/mutation.json
+    --resume             the same, reusing the outcomes build/mutation/progress.jsonl recorded for mutants of the
+                         same file contents (every batch's outcomes go there as it ends: a long run that was
+                         stopped continues where it was, on this or a later day)
     --rerun-survivors    run again only the mutants the results file records as surviving, recording their
                          outcome now as `after` (the kill rate before and after the tests that closed them)
     --sample N --check   run every Nth mutant (and every mutant a new test closed); exit 1 if one survives that
@@ -36,6 +39,7 @@ from tests.mutation.targets import OPERATORS, TARGETS, Target, chapters_of
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "docs_gen" / "data" / "mutation.json"
 EQUIVALENT = Path(__file__).with_name("equivalent.toml")
+PROGRESS = ROOT / "build" / "mutation" / "progress.jsonl"  # the outcome of each mutant as its batch ends
 TIMEOUT_S = 240
 PYTEST_ARGS = ["-q", "-p", "no:cacheprovider", "-p", "tests.mutation.quick", "--no-claim-summary"]
 
@@ -187,8 +191,41 @@ def equivalent_keys() -> dict[tuple, str]:
     return {(e["target"], e["function"], e["code"], e["mutated"]): e["reason"] for e in doc.get("mutant", [])}
 
 
-def _run_all(mutants, codes, jobs: int, field: str, batch: int = 40) -> None:
-    """Each mutant's outcome into m.<field>: mutants grouped by the chapters they run, `batch` per pytest run."""
+def checkpoint(mutants: list) -> None:
+    """Append the outcomes of a finished batch to PROGRESS, each with its file's hash and the commit."""
+    PROGRESS.parent.mkdir(parents=True, exist_ok=True)
+    commit = _commit()
+    with PROGRESS.open("a", encoding="utf-8") as out:
+        for m in mutants:
+            out.write(json.dumps({**asdict(m), "sha256": _sha(TARGETS[m.target].path), "commit": commit}) + "\n")
+
+
+def resumed(mutants: list) -> tuple[list, set]:
+    """Fill in the outcomes PROGRESS holds for these mutants (same key, same file contents); (the mutants still to
+    run, the commits the reused outcomes were measured at)."""
+    if not PROGRESS.exists():
+        return mutants, set()
+    sha = {name: _sha(t.path) for name, t in TARGETS.items() if (ROOT / t.path).exists()}
+    done = {}
+    for line in PROGRESS.read_text(encoding="utf-8").splitlines():
+        r = json.loads(line)
+        if r.get("before") and r["sha256"] == sha.get(r["target"]):
+            done[(r["target"], r["function"], r["code"], r["mutated"])] = r
+    todo, commits = [], set()
+    for m in mutants:
+        r = done.get(m.key)
+        if r is None:
+            todo.append(m)
+        else:
+            m.before, m.failed = r["before"], r["failed"]
+            commits.add(r["commit"])
+    print(f"resumed: {len(mutants) - len(todo)} outcomes reused, {len(todo)} mutants to run", flush=True)
+    return todo, commits
+
+
+def _run_all(mutants, codes, jobs: int, field: str, batch: int = 40, record: bool = False) -> None:
+    """Each mutant's outcome into m.<field>: mutants grouped by the chapters they run, `batch` per pytest run;
+    `record`: each batch's outcomes appended to PROGRESS as it ends."""
     groups: dict[tuple, list[int]] = {}
     for i, m in enumerate(mutants):
         groups.setdefault(chapters_of(TARGETS[m.target], m.function), []).append(i)
@@ -205,6 +242,8 @@ def _run_all(mutants, codes, jobs: int, field: str, batch: int = 40) -> None:
                 outcome, failed = result[paths[i].stem]
                 setattr(mutants[i], field, outcome)
                 mutants[i].failed = failed or mutants[i].failed
+            if record:
+                checkpoint([mutants[i] for i in idx])
             counts = {o: sum(1 for i in idx if getattr(mutants[i], field) == o) for o in ("killed", "survived")}
             print(f"{len(idx)} mutants through {', '.join(chapters)}: {counts} in {time.time() - started:.0f} s",
                   flush=True)
@@ -222,8 +261,9 @@ def _commit() -> str:
     return proc.stdout.strip()
 
 
-def full_run(names: list[str], jobs: int, every: int = 1) -> None:
-    """Run the targets' mutants (every `every`-th of each, in cosmic-ray's order, when every > 1)."""
+def full_run(names: list[str], jobs: int, every: int = 1, resume: bool = False) -> None:
+    """Run the targets' mutants (every `every`-th of each, in cosmic-ray's order, when every > 1); `resume`: reuse
+    the outcomes PROGRESS recorded for them."""
     mutants, codes, total = [], {}, {}
     for name in names:
         ms, cs = enumerate_mutants(TARGETS[name], every)
@@ -231,7 +271,9 @@ def full_run(names: list[str], jobs: int, every: int = 1) -> None:
         mutants += ms
         codes.update(cs)
     started = time.time()
-    _run_all(mutants, codes, jobs, "before")
+    todo, commits = resumed(mutants) if resume else (mutants, set())
+    _run_all(todo, codes, jobs, "before", record=True)
+    commit = ", ".join(sorted(commits | {_commit()}))
     old = json.loads(RESULTS.read_text()) if RESULTS.exists() else {"mutants": [], "targets": {}}
     kept = [m for m in old["mutants"] if m["target"] not in names]
     doc = {
@@ -239,7 +281,7 @@ def full_run(names: list[str], jobs: int, every: int = 1) -> None:
         "profile": "ci", "pytest": " ".join(["pytest", "spec_tests/test_<chapter>.py ...", "--impl <mutant>",
                                              *PYTEST_ARGS]),
         "targets": {**old.get("targets", {}),
-                    **{n: {"path": TARGETS[n].path, "sha256": _sha(TARGETS[n].path), "commit": _commit(),
+                    **{n: {"path": TARGETS[n].path, "sha256": _sha(TARGETS[n].path), "commit": commit,
                            "seconds": round(time.time() - started), "generated": total[n], "every": every}
                        for n in names}},
         "mutants": kept + [asdict(m) for m in mutants],
@@ -324,6 +366,7 @@ def main(argv=None) -> int:
     parser.add_argument("--sample", type=int, default=0, help="every Nth mutant only")
     parser.add_argument("--check", action="store_true")
     parser.add_argument("--rerun-survivors", action="store_true")
+    parser.add_argument("--resume", action="store_true", help="reuse the outcomes build/mutation/progress.jsonl holds")
     args = parser.parse_args(argv)
     names = [n for n in args.targets.split(",") if n]
     unknown = [n for n in names if n not in TARGETS]
@@ -334,7 +377,7 @@ def main(argv=None) -> int:
     if args.rerun_survivors:
         rerun_survivors(args.jobs)
     else:
-        full_run(names, args.jobs, max(args.sample, 1))
+        full_run(names, args.jobs, max(args.sample, 1), args.resume)
     return 0
 
 
