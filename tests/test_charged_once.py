@@ -264,3 +264,56 @@ def test_a_fixed_input_out_of_scope_is_no_failure_and_the_step_is_found_on_anoth
     evidence = carried.step_evidence(subject, "multi_head_attention")
     assert evidence is not None and evidence.step == "float32"
     assert all(evidence.call.args[3].get(n) is None for n in ("b_q", "b_k", "b_v", "b_o"))
+
+
+# ----------------------------------------------------------------- an SDPA formula bug, not again the later chapters'
+def _paged_inputs(seed=6):
+    import reference.paged_cache
+
+    rng = np.random.default_rng(seed)
+    q, k, v = rng.standard_normal((2, 2, 3, 4)), rng.standard_normal((2, 1, 5, 4)), rng.standard_normal((2, 1, 5, 3))
+    lens = np.array([5, 3])
+    return (q, *reference.paged_cache.to_paged(k, v, lens, 2, rng=rng), lens)
+
+
+LATER_CHAPTERS = [  # (claim, function, keywords, a known bug of that chapter that must still fail it)
+    ("MALG-1", "scaled_dot_product_attention", {"window_size": (1, 0)}, "window_off_by_one"),
+    ("MALG-2", "scaled_dot_product_attention", {"q_segment_ids": np.array([0, 0, 1]),
+                                                "kv_segment_ids": np.array([0, 0, 1, 1, 1])}, "document_sees_next_document"),
+    ("EFF-6", "paged_attention", {"is_causal": True}, "paged_block_table_reversed"),
+    ("LSE-1", "scaled_dot_product_attention", {"return_lse": True}, "lse_of_unscaled_scores"),
+]
+
+
+@pytest.mark.parametrize("claim, fname, keywords, bug", LATER_CHAPTERS, ids=[c[0] for c in LATER_CHAPTERS])
+def test_a_later_chapters_call_of_a_wrong_sdpa_is_judged_against_its_own_plain_calls(claim, fname, keywords, bug,
+                                                                                      claims):
+    claims(claim)
+    args = _paged_inputs() if fname == "paged_attention" else _attention_inputs(2)[:3]
+    subject = _subject(MUTANTS_DIR / "scale_after_softmax.py")
+    check.oracle(subject, fname, *args, **keywords)
+    assert "one query row at a time" in carried.note_for(current().nodeid)
+    with pytest.raises(feedback.SpecFailure):  # that chapter's own bug still fails its claim
+        check.oracle(_subject(MUTANTS_DIR / f"{bug}.py"), fname, *args, **keywords)
+
+
+def test_a_backward_pass_is_judged_on_the_weights_it_goes_with(claims):
+    claims("GRAD-2")
+    q, k, v, _ = _attention_inputs(3)
+    dout = np.random.default_rng(7).standard_normal((2, 3, 3))
+    subject = _subject(MUTANTS_DIR / "scale_after_softmax.py")
+    check.oracle(subject, "scaled_dot_product_attention_backward", dout, q, k, v)
+    assert carried.carried_here()
+    assert "your attention_weights, which fails SDPA-1" in carried.note_for(current().nodeid)
+    with pytest.raises(feedback.SpecFailure):  # a backward bug of its own still fails GRAD-2
+        check.oracle(_subject(MUTANTS_DIR / "softmax_backward_elementwise.py"), "scaled_dot_product_attention_backward",
+                     dout, q, k, v)
+
+
+def test_a_claim_that_uses_attention_as_a_vehicle_takes_the_references_when_it_fails_its_own(claims):
+    claims("RES-3")
+    subject = _subject(MUTANTS_DIR / "scale_after_softmax.py")
+    assert carried.own_or_reference(subject, "multi_head_attention") is carried.reference.multi_head_attention
+    assert "judged with the reference's multi_head_attention" in carried.note_for(current().nodeid)
+    correct = _subject(ROOT / "impls" / "numpy_fast.py")
+    assert carried.own_or_reference(correct, "multi_head_attention") is not carried.reference.multi_head_attention
