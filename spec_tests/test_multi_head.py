@@ -78,18 +78,16 @@ def _head_output(impl, case: MHACase, h: int):
 
 def _on_one_array(impl, case: MHACase, **kwargs):
     """multi_head_attention given one array where the case shares one: self-attention passes the same array as
-    query, key and value (CONTRACT.md), cross-attention the same memory as key and value; (seen, the inputs as
-    the reference gets them, which inputs share an array)."""
+    query, key and value (CONTRACT.md), cross-attention the same memory as key and value; (seen, the three inputs
+    as NumPy arrays, what is shared)."""
     weights, native_kwargs = impl.native(case.weights), impl.native({**case.kwargs, **kwargs})
     if case.self_attention:
         x = impl.native(case.query)
         out = impl.call_native(MHA, x, x, x, weights, case.num_heads, **native_kwargs)
-        inputs, shared = (case.query, case.query, case.query), "query, key and value"
-    else:
-        memory = impl.native(case.key)
-        out = impl.call_native(MHA, impl.native(case.query), memory, memory, weights, case.num_heads, **native_kwargs)
-        inputs, shared = (case.query, case.key, case.key), "key and value"
-    return impl.to_numpy(out), inputs, shared
+        return impl.to_numpy(out), (case.query, case.query, case.query), "query, key and value"
+    memory = impl.native(case.key)
+    out = impl.call_native(MHA, impl.native(case.query), memory, memory, weights, case.num_heads, **native_kwargs)
+    return impl.to_numpy(out), (case.query, case.key, case.key), "key and value"
 
 
 # ---------------------------------------------------------------------------------- MHA-1
@@ -217,11 +215,12 @@ def test_multi_head_attention_matches_oracle(impl, case):
 @example(case=MHACase(2, 3, 3, 2, 2, seed=0))  # self-attention: one array three times, with biases
 @example(case=MHACase(2, 3, 4, 2, 2, seed=1, self_attention=False))  # one memory array as key and value
 def test_one_array_passed_as_several_inputs_matches_oracle(impl, case):
-    """The same array as query, key and value (self-attention), or as key and value (one memory), equals the
-    reference: a shortcut that projects a shared input once must give what three separate inputs give."""
+    """The same array as query, key and value (self-attention), or as key and value (one memory), gives what
+    separate copies give, and the reference: a shortcut that projects a shared input once must not change it."""
     seen, inputs, shared = _on_one_array(impl, case)
-    check.against(impl, seen, reference.multi_head_attention, (*inputs, case.weights, case.num_heads), case.kwargs,
-                  f"multi_head_attention with one array passed as {shared} against the float64 reference")
+    separate = check.oracle(impl, MHA, *inputs, case.weights, case.num_heads, **case.kwargs)  # a copy for each
+    check.close(impl, seen, separate, f"multi_head_attention with one array passed as {shared} equals the same call "
+                "with a copy of it for each", size=tolerance.multi_head_size(*inputs, case.weights, case.num_heads))
 
 
 # ---------------------------------------------------------------------------------- MHA-6
@@ -378,14 +377,14 @@ def test_grouped_query_attention_matches_oracle(impl, gqa):
 @example(gqa=_gqa(MHACase(2, 3, 3, 4, 2, seed=3), 2))  # self-attention on one array, G = 2 < H = 4
 @example(gqa=_gqa(MHACase(1, 2, 3, 4, 2, seed=4, self_attention=False), 1))  # one memory as key and value, MQA
 def test_grouped_query_attention_on_one_array_matches_oracle(impl, gqa):
-    """num_kv_heads=G with the same array as query, key and value (or as key and value) equals the reference:
-    with G < H the K/V projections are narrower than W^Q, so they cannot be fused with it as for G = H."""
+    """num_kv_heads=G with the same array as query, key and value (or as key and value) gives what separate copies
+    give: with G < H the K/V projections are narrower than W^Q, so they cannot be fused with it as for G = H."""
     case, G = gqa
     seen, inputs, shared = _on_one_array(impl, case, num_kv_heads=G)
-    check.against(impl, seen, reference.multi_head_attention, (*inputs, case.weights, case.num_heads),
-                  {**case.kwargs, "num_kv_heads": G},
-                  f"multi_head_attention(..., num_kv_heads={G}) with one array passed as {shared} against the "
-                  "float64 reference")
+    separate = check.oracle(impl, MHA, *inputs, case.weights, case.num_heads, num_kv_heads=G, **case.kwargs)
+    check.close(impl, seen, separate, f"multi_head_attention(..., num_kv_heads={G}) with one array passed as {shared} "
+                "equals the same call with a copy of it for each",
+                size=tolerance.multi_head_size(*inputs, case.weights, case.num_heads))
 
 
 @claim("MHA-9")
