@@ -137,9 +137,10 @@ _LENGTHS, _SHORT_LENGTHS, _HEAD_DIMS = (domain_of(s, {}) for s in (LENGTHS, SHOR
 # ------------------------------------------------------------------------------------ the catalogue
 @boundary
 def length_one(t: Draws):
-    """CONTRACT.md, Names and shapes: "a length of 1 is legal": one query against one key (L_q = L_k = 1)."""
+    """CONTRACT.md, Names and shapes: "a length of 1 is legal": one query against one key (L_q = L_k = 1;
+    sequences of one token where a test draws a list of lengths)."""
     return (t.case("attention", _attention(1, 1)) or t.case("mha", _mha(1, 1))
-            or t.example(L_q=1, L_k=1) or t.example(L=1))
+            or t.example(L_q=1, L_k=1) or t.example(L=1) or t.example(lengths=[1]) or t.example(lengths=[1, 1]))
 
 
 @boundary

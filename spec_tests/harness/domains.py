@@ -106,7 +106,13 @@ class OneOf(Opaque):
 class Lists(Opaque):
     elements: Opaque = field(default_factory=Opaque)
     min_size: int = 0
+    max_size: int | None = None
     known = True
+
+    def contains(self, value) -> bool:
+        return (isinstance(value, list) and len(value) >= self.min_size
+                and (self.max_size is None or len(value) <= self.max_size)
+                and all(self.elements.contains(v) for v in value))
 
     def simplest(self):
         return [self.elements.simplest() for _ in range(self.min_size)]
@@ -180,8 +186,8 @@ def _floats(min_value=None, max_value=None, **_):
     return Floats(min_value, max_value)
 
 
-def _lists(elements, min_size=0, **_):
-    return Lists(elements, min_size)
+def _lists(elements, min_size=0, max_size=None, **_):
+    return Lists(elements, min_size, max_size)
 
 
 def _cases(kind: str, defaults: dict):
