@@ -125,7 +125,8 @@ def _intro(doc: dict) -> list[str]:
         "**Kill rate** = killed / (mutants − equivalent). *Before*: the run over the suite as it was",
         f"(commit {', '.join(sorted({t['commit'] for t in targets.values()}))}); *after*: the surviving mutants run",
         f"again with the tests that close them (commit {doc.get('after_commit', 'none yet')}).", "",
-        "Reproduce: `python -m tests.mutation.run --targets " + ",".join(targets) + "`, then",
+        "Reproduce: `python -m tests.mutation.run --targets " + ",".join(targets) + "` (each batch's outcomes",
+        "are kept in `build/mutation/progress.jsonl`; `--resume` continues a stopped run), then",
         "`python -m tests.mutation.run --rerun-survivors`; CI runs a fixed sample (`.ci/mutation.sh`).", "",
     ]
 
