@@ -8,6 +8,8 @@ precision): every function returning zeros of the right shape and dtype, and att
 float16 and bfloat16, and must fail them in every dtype.
 """
 
+import json
+
 import pytest
 
 from tests.helpers import missing_packages, run_suite
@@ -89,14 +91,29 @@ def _failed(report) -> dict:
 
 @pytest.fixture(scope="module")
 def verdicts(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("generated")
-    paths = []
-    for name, source in (("all_zero", ALL_ZERO), ("wrong_scale", WRONG_SCALE)):
-        path = folder / f"{name}.py"
-        path.write_text(source.format(dtypes=DTYPES), encoding="utf-8")
-        paths.append(str(path))
-    code, out, report = run_suite("--impl", ",".join(paths), "--claim", ",".join(CLAIMS),
-                                  "--no-claim-summary", "-p", "no:randomly", report=folder / "report.json")
+    """The suite's run over both generated implementations, once per session: pytest-xdist shares this module's
+    tests out between its workers, and the first to need the run makes it (under a lock) for the others."""
+    import fcntl
+
+    from tests.grading_helpers import shared_folder
+
+    folder = shared_folder(tmp_path_factory).with_name("zero-and-scale")  # beside the mutants' grades
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        done = folder / "exit-code"
+        if not done.exists():
+            paths = []
+            for name, source in (("all_zero", ALL_ZERO), ("wrong_scale", WRONG_SCALE)):
+                path = folder / f"{name}.py"
+                path.write_text(source.format(dtypes=DTYPES), encoding="utf-8")
+                paths.append(str(path))
+            code, out, _ = run_suite("--impl", ",".join(paths), "--claim", ",".join(CLAIMS),
+                                     "--no-claim-summary", "-p", "no:randomly", report=folder / "report.json")
+            (folder / "out.txt").write_text(out)
+            done.write_text(str(code))
+    code, out = int(done.read_text()), (folder / "out.txt").read_text()
+    report = json.loads((folder / "report.json").read_text()) if (folder / "report.json").exists() else None
     assert report is not None, out[-3000:]
     assert code == 1, f"the suite should fail these implementations (exit code {code}):\n{out[-3000:]}"
     return _failed(report), out
