@@ -17,8 +17,13 @@ VISIBILITY = {"visible", "hidden", "after_due_date", "after_published"}
 
 
 def grade(*args: str, timeout: int = 900, cwd: Path | None = None, extra_env: dict | None = None):
-    """Run the grader; return (exit code, its output)."""
+    """Run the grader; return (exit code, its output). The machine's speed (harness/limits.py), which scales the
+    per-call limits, is measured once by this process and passed on, not measured again by each grader (the
+    grader's own measurement is what test_container.py and test_grader_faults.py run)."""
+    from spec_tests.sandbox.limits import speed
+
     env = {k: v for k, v in os.environ.items() if k not in ("MHA_SPEC_IMPL", "CI", "MHA_SPEC_MEASUREMENTS")}
+    env["MHA_SPEC_SPEED"] = f"{speed():.3f}"
     env.update(extra_env or {})
     proc = subprocess.run([sys.executable, "-m", "spec_tests.grade", *args], cwd=cwd or ROOT, env=env,
                           capture_output=True, text=True, timeout=timeout)
@@ -251,7 +256,6 @@ def grade_mutant(name: str, shared: Path) -> tuple[int, str, Path]:
     Returns (the grader's exit code, its output, the folder holding results.json and feedback.md)."""
     import fcntl
 
-    from spec_tests.sandbox.limits import speed
     from tests.helpers import mutant_claims
 
     folder = shared / name
@@ -263,9 +267,7 @@ def grade_mutant(name: str, shared: Path) -> tuple[int, str, Path]:
             rubric = folder / "rubric.toml"
             rubric.write_text("[grading]\ntotal_timeout = 600\n\n"
                               + "".join(f'[claims."{c}"]\npoints = 1\n' for c in mutant_claims(name)))
-            # the machine's speed (harness/limits.py), measured once by this process, not by each of 60 graders
-            code, log = grade(str(MUTANTS_DIR / f"{name}.py"), "--out", str(folder / "out"), "--rubric", str(rubric),
-                              extra_env={"MHA_SPEC_SPEED": f"{speed():.3f}"})
+            code, log = grade(str(MUTANTS_DIR / f"{name}.py"), "--out", str(folder / "out"), "--rubric", str(rubric))
             (folder / "log.txt").write_text(log)
             done.write_text(str(code))
     return int(done.read_text()), (folder / "log.txt").read_text(), folder / "out"
