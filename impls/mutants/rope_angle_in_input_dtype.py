@@ -1,8 +1,10 @@
-"""Rotary embedding that computes the angles m·θ_i in the input's dtype, float32 here.
+"""Rotary embedding that computes the angles m·θ_i in float32, whatever the input's dtype.
 
-Caught by PE-4: an angle of a few hundred radians rounded to float32 is off by ~1e-5, and
-so is every rotated value; the rule of CONTRACT.md allows errors of the size the naive float32
-code makes, whose angles are exact. (In float16 the angle would be off by a whole radian.)
+As Hugging Face's LLaMA does (its rotary embedding casts the positions and frequencies to float32): right
+for float32 input, whose rule allows an angle rounded to float32 (tolerance.rope_angle_size), but a float64
+call then carries float32's error in every rotated value. The contract computes float64 input in float64
+throughout, so this is a float32 step inside a float64 call: caught by PREC-3, which charges it once;
+PE-4 judges it at float32 precision and says so.
 """
 import numpy as np
 
@@ -10,7 +12,7 @@ from impls.mutants import _base
 from impls.mutants._base import *  # noqa: F401,F403
 
 BUG = "rotary angles m * base^(-2i/d) computed in float32, with the positions and frequencies rounded"
-CAUGHT_BY = "PE-4"
+CAUGHT_BY = "PREC-3"
 
 
 def _rotary_angles(positions, d, base):
