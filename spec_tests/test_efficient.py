@@ -55,30 +55,33 @@ def block_size(kind: str, L: int, extra: int) -> int:
     return L + 1 + extra
 
 
-@st.composite
-def blocks(draw, L_q: int, L_k: int) -> dict:
-    """block_q and block_k, each of a kind drawn from BLOCK_KINDS."""
-    kq, kk = draw(st.sampled_from(BLOCK_KINDS), label="block_q kind"), draw(st.sampled_from(BLOCK_KINDS), label="block_k kind")
-    extra = draw(st.integers(0, 7), label="extra")
+# The kinds of block_q and block_k and an offset, drawn as values (not through st.data()) so that a test's
+# boundary inputs (harness/boundaries.py) can be written as explicit examples: blocks of 1 are the simplest.
+BLOCK_CHOICES = st.tuples(st.sampled_from(BLOCK_KINDS), st.sampled_from(BLOCK_KINDS), st.integers(0, 7))
+
+
+def blocks(choice: tuple, L_q: int, L_k: int) -> dict:
+    """block_q and block_k of the kinds `choice` = (block_q's kind, block_k's kind, extra) names."""
+    kq, kk, extra = choice
     return {"block_q": block_size(kq, L_q, extra), "block_k": block_size(kk, L_k, extra)}
 
 
 # ================================================================================== EFF-1
 @claim("EFF-1")
-@given(case=attention_cases(lengths=CHUNK_LENGTHS, batch=CHUNK_BATCH), data=st.data())
-def test_chunked_sdpa_equals_naive_for_every_block_size(impl, case, data):
+@given(case=attention_cases(lengths=CHUNK_LENGTHS, batch=CHUNK_BATCH), tiles=BLOCK_CHOICES)
+def test_chunked_sdpa_equals_naive_for_every_block_size(impl, case, tiles):
     """Any block_q, block_k (1, a non-divisor of L, L, more than L), with masks, causal, L_q != L_k: the reference's result."""
     impl.function(SDPA, *BLOCKS)
-    b = data.draw(blocks(case.L_q, case.L_k), label="blocks")
+    b = blocks(tiles, case.L_q, case.L_k)
     check.oracle(impl, SDPA, case.q, case.k, case.v, impl_only=b, **case.kwargs)
 
 
 @claim("EFF-1")
-@given(case=attention_cases(lengths=CHUNK_LENGTHS, batch=CHUNK_BATCH), data=st.data())
-def test_chunked_weights_equal_naive_for_every_block_size(impl, case, data):
+@given(case=attention_cases(lengths=CHUNK_LENGTHS, batch=CHUNK_BATCH), tiles=BLOCK_CHOICES)
+def test_chunked_weights_equal_naive_for_every_block_size(impl, case, tiles):
     """attention_weights by tiles equals the reference's P, and is exactly 0 on every hidden key."""
     impl.function("attention_weights", *BLOCKS)
-    b = data.draw(blocks(case.L_q, case.L_k), label="blocks")
+    b = blocks(tiles, case.L_q, case.L_k)
     p = check.oracle(impl, "attention_weights", case.q, case.k, impl_only=b, **case.kwargs)
     hidden = ~np.broadcast_to(reference.visible(case.mask, case.is_causal, case.L_q, case.L_k), p.shape)
     check.exactly(impl, np.where(hidden, p, 0.0), np.zeros_like(p),
@@ -99,11 +102,11 @@ def test_every_block_size_gives_the_same_output(impl, block_q, block_k):
 
 
 @claim("EFF-1")
-@given(seed=SEEDS, L_q=CHUNK_LENGTHS, L_k=CHUNK_LENGTHS, dead=st.integers(1, 3), data=st.data())
-def test_fully_masked_rows_are_exactly_zero_in_every_block(impl, seed, L_q, L_k, dead, data):
+@given(seed=SEEDS, L_q=CHUNK_LENGTHS, L_k=CHUNK_LENGTHS, dead=st.integers(1, 3), tiles=BLOCK_CHOICES)
+def test_fully_masked_rows_are_exactly_zero_in_every_block(impl, seed, L_q, L_k, dead, tiles):
     """Rows that see no key output exactly 0 whatever the tiling: no NaN from a block that is all hidden."""
     impl.function(SDPA, *BLOCKS)
-    b = data.draw(blocks(L_q, L_k), label="blocks")
+    b = blocks(tiles, L_q, L_k)
     mask = random_mask(seed, (2, L_q, L_k), 0.5, dead_rows=dead)
     q, k, v = normal(seed, (2, L_q, 4)), normal(seed + 1, (2, L_k, 4)), normal(seed + 2, (2, L_k, 3)) + 3.0
     out = check.oracle(impl, SDPA, q, k, v, mask=mask, impl_only=b)
@@ -114,11 +117,11 @@ def test_fully_masked_rows_are_exactly_zero_in_every_block(impl, seed, L_q, L_k,
 
 @claim("EFF-1")
 @settings(max_examples=10)
-@given(case=mha_cases(lengths=CHUNK_LENGTHS, masked=None, causal=None), data=st.data())
-def test_chunked_multi_head_attention_equals_naive(impl, case, data):
+@given(case=mha_cases(lengths=CHUNK_LENGTHS, masked=None, causal=None), tiles=BLOCK_CHOICES)
+def test_chunked_multi_head_attention_equals_naive(impl, case, tiles):
     """multi_head_attention with chunked heads equals the reference, masks and causal included."""
     impl.function("multi_head_attention", *BLOCKS)
-    b = data.draw(blocks(case.L_q, case.L_k), label="blocks")
+    b = blocks(tiles, case.L_q, case.L_k)
     check.oracle(impl, "multi_head_attention", *case.args, impl_only=b, **case.kwargs)
 
 

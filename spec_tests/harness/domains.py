@@ -119,6 +119,22 @@ class Lists(Opaque):
 
 
 @dataclass
+class Tuples(Opaque):
+    parts: tuple = ()
+
+    @property
+    def known(self):
+        return all(p.known for p in self.parts)
+
+    def contains(self, value) -> bool:
+        return (isinstance(value, tuple) and len(value) == len(self.parts)
+                and all(p.contains(v) for p, v in zip(self.parts, value)))
+
+    def simplest(self):
+        return tuple(p.simplest() for p in self.parts)
+
+
+@dataclass
 class Transformed(Opaque):
     """`base.map(f)` or `base.filter(f)`: the simplest value is the base's mapped, if it passes the filters."""
 
@@ -159,7 +175,7 @@ def _transformable(cls):
     return cls
 
 
-for _cls in (Integers, Floats, Sampled, OneOf, Lists):
+for _cls in (Integers, Floats, Sampled, OneOf, Lists, Tuples):
     _transformable(_cls)
 
 
@@ -209,6 +225,7 @@ BUILDERS = {
     "booleans": lambda: Sampled((False, True)),
     "one_of": lambda *parts: OneOf(tuple(p if isinstance(p, Opaque) else Opaque() for p in parts)),
     "lists": _lists,
+    "tuples": lambda *parts: Tuples(tuple(p if isinstance(p, Opaque) else Opaque() for p in parts)),
     "data": Opaque,
     "attention_cases": _cases("attention", ATTENTION_DEFAULTS),
     "mha_cases": _cases("mha", MHA_DEFAULTS),
