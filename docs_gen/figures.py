@@ -930,14 +930,23 @@ FIGURES["sdpa_degenerate"] = (
 
 
 def write_all(directory: Path = FIGURE_DIR) -> list[Path]:
-    """Draw every figure into `directory` as NAME.svg; returns the paths."""
+    """Draw every figure into `directory` as NAME.svg; returns the paths. Each is drawn into a temporary folder
+    beside it and moved into place whole, so that a reader of the folder (a test comparing the committed figures
+    with a fresh drawing, while CI's docs stage draws them again) never sees a file half written."""
+    import os
+    import tempfile
+
     import matplotlib
 
     plt = _pyplot()
     written = []
-    with matplotlib.rc_context(RC):
-        for name, (_, draw, _) in FIGURES.items():
-            written.append(draw(directory / f"{name}.svg"))
+    directory.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=directory.parent, prefix=".figures-") as drafts:
+        with matplotlib.rc_context(RC):
+            for name, (_, draw, _) in FIGURES.items():
+                drawn = Path(draw(Path(drafts) / f"{name}.svg"))
+                os.replace(drawn, directory / drawn.name)
+                written.append(directory / drawn.name)
     plt.close("all")
     return written
 
