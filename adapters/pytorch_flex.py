@@ -3,9 +3,9 @@
 Conversions (as its documentation shows them):
 
 - q, k, v (..., L, d) become (N, 1, L, d): the leading dimensions, broadcast, flattened into N.
-- The contract's mask (True = may attend) is a `mask_mod` reading it, made into a block mask with
-  `create_block_mask`; `is_causal=True` is the documentation's causal `mask_mod`, `q_idx >= kv_idx`
-  (top-left aligned when L_q != L_k), and both together are `and_masks` of the two.
+- The contract's mask (True = may attend) is a `mask_mod` reading it, in a `BlockMask`; `is_causal=True` is the
+  documentation's causal `mask_mod`, `q_idx >= kv_idx` (top-left aligned when L_q != L_k), and both together
+  are `and_masks` of the two.
 - A float bias is a `score_mod` adding it to the score.
 - `attention_weights`: the output for V = I (P @ I = P).
 - Out of scope: gradients (FlexAttention has no backward on the CPU: it raises NotImplementedError
@@ -14,15 +14,19 @@ Conversions (as its documentation shows them):
 Speed: eager FlexAttention traces each call with TorchDynamo, once per mask_mod and score_mod function
 and input shapes: the mods are module-level functions reading the call's mask and bias, and inputs are
 padded to a few buckets of shapes (`_padded`, which says why no kept result changes), so a run traces
-a few times instead of once per call. It evaluates the mods through `torch.vmap`,
-tens of milliseconds a call, ten times that with PyTorch's thread pool on a shared machine: each call
-runs on one intra-op thread (adapters/support/threads.py), which changes no result.
+about twenty times instead of once per call. It evaluates the mods through `torch.vmap`, a few milliseconds
+a call for each mod, so a call without a bias passes no score_mod (FlexAttention's own identity), and the
+block mask of each padded shape is built once (`_block_mask`) instead of by `create_block_mask` on every
+call, which evaluates the mask_mod over the whole grid only to find blocks to skip (the CPU's eager path
+skips none). Each call runs on one intra-op thread (adapters/support/threads.py). None of this changes a
+result.
 """
 
+import functools
 import math
 
 import torch
-from torch.nn.attention.flex_attention import and_masks, create_block_mask, flex_attention
+from torch.nn.attention.flex_attention import BlockMask, and_masks, create_block_mask, flex_attention
 
 from adapters.support.threads import one_thread
 from spec_tests import OutOfScope
@@ -63,13 +67,26 @@ def _bucket(n: int) -> int:
     return size
 
 
+@functools.cache
+def _block_mask(mask_mod, L_q: int, L_k: int) -> BlockMask:
+    """The block mask of `mask_mod` for L_q queries and L_k keys as one block of L_q x L_k, listed as partial (as
+    FlexAttention's own default block mask is one block): FlexAttention evaluates mask_mod at every position of
+    a partial block, so the result is create_block_mask's, whose finer blocks only let a kernel skip blocks
+    mask_mod hides whole (the CPU's eager path skips none), and whose block counts would change with the shape
+    (a new trace). Batch and heads are one, broadcast over the call's: mask_mod reads the call's batch entry."""
+    one_block, block_zero = torch.ones(1, 1, 1, dtype=torch.int32), torch.zeros(1, 1, 1, 1, dtype=torch.int32)
+    return BlockMask.from_kv_blocks(one_block, block_zero, BLOCK_SIZE=(L_q, L_k), mask_mod=mask_mod,
+                                    seq_lengths=(L_q, L_k))
+
+
 def _flex(q, k, v, mask, is_causal, scale, bias):
     if any(x.requires_grad for x in (q, k, v)):
         raise OutOfScope("FlexAttention has no backward pass on the CPU")
     plain = (q.dim() >= 2 and k.dim() >= 2 and v.dim() >= 2 and q.dtype == k.dtype == v.dtype
              and q.dtype.is_floating_point and k.shape[-1] == q.shape[-1] and k.shape[-2] == v.shape[-2]
-             and min(q.shape[-2:] + v.shape[-2:]) > 0 and (mask is None or mask.dtype == torch.bool)
-             and (bias is None or bias.dtype.is_floating_point))
+             and min(q.shape[-1:] + v.shape[-2:]) > 0 and (mask is None or mask.dtype == torch.bool)
+             and (bias is None or bias.dtype.is_floating_point)
+             and (q.shape[-2] > 0 or (mask is None and not is_causal and bias is None)))
     with one_thread():  # anything else as given: FlexAttention's own error or result
         return (_padded if plain else _as_given)(q, k, v, mask, is_causal, scale, bias)
 
@@ -86,21 +103,26 @@ def _padded(q, k, v, mask, is_causal, scale, bias):
     at least 16), which changes no result that is kept: padded keys are hidden by the mask (so a query that
     sees no real key still sees none), padded features of q and k are zeros (nothing added to a score; the
     default scale is passed as FlexAttention defines it, 1/sqrt(d_k) of the real d_k), padded queries, batch
-    entries and value features are cut off, and a missing bias is one of zeros (s + 0 = s)."""
+    entries and value features are cut off, and padded positions of a bias are zeros. With no queries no result
+    depends on a key, so padded keys need no hiding and no mask is passed; an input without queries but with a
+    mask, causal flag or bias is given as it is (_as_given): FlexAttention's eager path fails to evaluate a
+    mask_mod that reads a mask over zero queries (IndexError), and padding must not bring that about."""
     global _mask, _bias
     lead = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
     (L_q, d_k), (L_k, d_v) = q.shape[-2:], v.shape[-2:]
     N = math.prod(lead)
     q, k, v = (x.expand(*lead, *x.shape[-2:]).reshape(N, *x.shape[-2:]) for x in (q, k, v))  # (N, L, d)
     Np, Lqp, Lkp, dkp, dvp = map(_bucket, (N, L_q, L_k, d_k, d_v))
+    Lqp = Lqp if L_q else 0  # no queries: none is added, and no mask is passed (see above)
     allowed = torch.zeros(Np, Lqp, Lkp, dtype=torch.bool)
     allowed[:N, :L_q, :L_k] = True if mask is None else mask.expand(*lead, L_q, L_k).reshape(N, L_q, L_k)
-    _mask, _bias = allowed, torch.zeros(Np, Lqp, Lkp, dtype=q.dtype)
+    _mask, score_mod = allowed, None  # no score_mod: FlexAttention's identity, the score as it is
     if bias is not None:
+        _bias, score_mod = torch.zeros(Np, Lqp, Lkp, dtype=q.dtype), _bias_mod
         _bias[:N, :L_q, :L_k] = bias.to(q.dtype).expand(*lead, L_q, L_k).reshape(N, L_q, L_k)
-    block_mask = create_block_mask(_MASK_MODS[True, bool(is_causal)], Np, None, Lqp, Lkp, device="cpu")
     out = flex_attention(_fill(q, (Np, Lqp, dkp))[:, None], _fill(k, (Np, Lkp, dkp))[:, None],
-                         _fill(v, (Np, Lkp, dvp))[:, None], score_mod=_bias_mod, block_mask=block_mask,
+                         _fill(v, (Np, Lkp, dvp))[:, None], score_mod=score_mod,
+                         block_mask=_block_mask(_MASK_MODS[True, bool(is_causal)], Lqp, Lkp) if L_q else None,
                          scale=d_k ** -0.5 if scale is None else scale)  # (Np, 1, Lqp, dvp)
     return out[:N, 0, :L_q, :d_v].reshape(*lead, L_q, d_v)
 
