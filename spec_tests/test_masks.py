@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 import reference
 from spec_tests.harness import check, tolerance
 from spec_tests.harness.strategies import HEAD_DIMS, SEEDS, attention_cases, normal, random_mask
+from spec_tests.harness.subject import not_applicable
 
 claim = pytest.mark.claim
 SDPA = "scaled_dot_product_attention"
@@ -261,7 +262,10 @@ def test_fully_masked_rows_have_zero_weights(impl, seed, L_q, L_k, d, dead):
 def test_fully_masked_rows_stay_zero_with_a_bias(impl, case):
     """With an additive bias= as well (a later chapter's keyword), a query whose keys the mask all hides still
     outputs exactly 0: the bias does not bring its keys back (a mask folded into the bias as a finite minimum
-    gives that row the mean of v)."""
+    gives that row the mean of v). Without bias= (optional) there is nothing to judge: not applicable."""
+    if not impl.has("scaled_dot_product_attention", "bias"):
+        not_applicable(f"{impl.name}'s scaled_dot_product_attention takes no bias= (the positional chapter's "
+                       "optional keyword): a dead row with a bias cannot be asked of it")
     out = impl.scaled_dot_product_attention(case.q, case.k, case.v, **case.kwargs)
     live = np.broadcast_to(case.mask, case.scores_shape).any(axis=-1)  # (..., L_q): rows that see a key
     check.exactly(impl, out[~live], np.zeros_like(out[~live]),
