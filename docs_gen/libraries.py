@@ -41,9 +41,12 @@ PACKAGES = {"pytorch": "torch", "hf": "transformers", "jax": "jax", "onnx": "onn
 
 # Libraries the issue asked for that have no adapter here, and why (shown under the libraries table).
 NOT_ADAPTED = {
-    "timm (`timm.layers.Attention`)": "timm imports torchvision when it is imported, and the torchvision wheels on PyPI "
-                                      "are built against CUDA's torch (their compiled operators need libtorch_cuda), "
-                                      "so none installs beside the pinned CPU build of torch",
+    "timm (`timm.layers.Attention`)": "timm (1.0.31) imports torchvision when it is imported (`torchvision.ops` in "
+                                      "`timm.layers`), and torchvision 0.28.0, the release for torch 2.13.0, installs "
+                                      "beside the pinned CPU build of torch (`pip install --no-deps`) but does not "
+                                      "import: its compiled operators need CUDA's `libc10_cuda.so`, and without them "
+                                      "`import torchvision` raises `RuntimeError: operator torchvision::nms does not "
+                                      "exist` (PyPI has no CPU build of torchvision)",
 }
 
 
