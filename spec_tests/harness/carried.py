@@ -686,3 +686,48 @@ def judge(subject, fname: str, args, kwargs, n: int, seen, failure, compare) -> 
             bound_of=lambda built: tolerance.carried_bound(precision, oracle_fn, r_args, r_kwargs, full, built, fname)):
         return
     raise failure
+
+
+# ------------------------------------------------------------------ a feature keyword carried through a composition
+FEATURE_KEYWORDS = ("window_size", "q_segment_ids", "kv_segment_ids", "softcap", "sinks")
+
+
+def judge_feature_carried(subject, fname: str, args, kwargs, failure, compare) -> None:
+    """A higher function's call fname(*args, **kwargs) WITH a later chapter's keyword (window, segment ids, softcap,
+    sinks) that failed against the reference (`failure`). When the implementation's own lower functions, given that
+    keyword on this very call's inputs, already differ from the reference's (the feature's bug, charged to its own
+    chapter's claims), its result (called again here, off the record) is judged against the reference composition built on them instead, with a note. When
+    they agree with the reference, the failure stands: it is the higher function's own.
+    compare(seen, expected, bound, what) raises SpecFailure on a mismatch (check.compare bound to the call)."""
+    from spec_tests.harness.feedback import SpecFailure
+
+    given = [k for k in FEATURE_KEYWORDS if kwargs.get(k) is not None]
+    if fname not in COMPOSITIONS or not given:
+        raise failure
+    composite, names = COMPOSITIONS[fname]
+    parts = tuple(n for n in names if subject.has(n))
+    oracle_fn = getattr(reference, fname)
+    r_args, r_kwargs = subject.round(args), subject.round(kwargs)
+    expected = oracle_fn(*r_args, **r_kwargs)
+    try:
+        built = _built_on(subject, composite, r_args, r_kwargs, parts)
+        with _off_the_record(subject):
+            seen = subject.call(fname, *args, **kwargs)
+    except Exception:  # noqa: BLE001 - a lower function raised: nothing to carry
+        raise failure from None
+    at = judged_dtype(subject)
+    try:  # the lower functions given the keyword agree with the reference: the higher function is at fault
+        compare(built, expected, tolerance.bound_against(at, oracle_fn, r_args, r_kwargs, expected, fname),
+                "your lower functions given the keyword against the reference")
+    except SpecFailure:
+        pass
+    else:
+        raise failure
+    whose = f"your {', '.join(parts)} given {', '.join(given)}, which differs from the reference's on these " \
+            f"heads (charged to that keyword's own chapter)"
+    with contextlib.suppress(SpecFailure):
+        compare(seen, built, tolerance.carried_bound(at, oracle_fn, r_args, r_kwargs, expected, built, fname),
+                f"{fname}(...) against the reference built on {whose}")
+        _note_carried(whose)
+        return
+    raise failure
