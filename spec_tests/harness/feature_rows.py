@@ -151,3 +151,25 @@ def oracle(subject, fname: str, *args, **kwargs):
         if f"judged against {whose}" not in lines:
             lines.append(f"judged against {whose}")
         return seen
+
+
+def neutral(subject, args, kwargs, feature: dict, relation: str) -> None:
+    """A feature at its neutral value (softcap=1e8, sinks=-inf) changes nothing: the call with it equals the
+    implementation's own call without it. When its call without it is itself wrong (it differs from the
+    reference's: a bug of another chapter, charged there), the call with the neutral feature is judged against
+    the reference instead, which is what the call without it should have given."""
+    with_it = subject.scaled_dot_product_attention(*args, **feature, **kwargs)
+    plain = subject.scaled_dot_product_attention(*args, **kwargs)
+    try:
+        check.close(subject, with_it, plain, relation, size=tolerance.attention_output_size(args[2]))
+    except SpecFailure as failure:
+        r_args, r_kwargs = subject.round(tuple(args)), subject.round(kwargs)
+        expected = reference.scaled_dot_product_attention(*r_args, **r_kwargs)
+        bound = tolerance.bound_against(carried.judged_dtype(subject), reference.scaled_dot_product_attention,
+                                        r_args, r_kwargs, expected, SDPA)
+        try:
+            check.compare(subject, plain, expected, bound, f"{SDPA}(...) without the feature")
+        except SpecFailure:  # the call without it is wrong: the neutral feature is judged against the reference
+            check.oracle(subject, SDPA, *args, **feature, **kwargs)
+            return
+        raise failure from None
