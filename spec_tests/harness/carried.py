@@ -731,3 +731,14 @@ def judge_feature_carried(subject, fname: str, args, kwargs, failure, compare) -
         _note_carried(whose)
         return
     raise failure
+
+
+def failing_own_claims(subject, fname: str) -> tuple[str, ...]:
+    """The claims the implementation's `fname` fails on the fixed inputs (lower_verdict), noted for the report: a
+    later claim that calls `fname` with its mask only to test a relation of its own then judges that relation alone,
+    not the call against the reference again (error carried forward: those claims pay for the bug)."""
+    failed = lower_verdict(subject, fname)
+    if failed:
+        _note(f"judged on its relation alone: your {fname} fails {', '.join(failed)} (error carried forward: that "
+              f"bug is charged to its own claim)")
+    return failed
