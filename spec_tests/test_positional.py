@@ -17,7 +17,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 import reference
-from spec_tests.harness import check, tolerance
+from spec_tests.harness import check, feature_rows, tolerance
 from spec_tests.harness.arrays import KNOWN_FLOATS
 from spec_tests.harness.strategies import HEAD_DIMS, SEEDS, normal
 
@@ -355,7 +355,7 @@ def test_sdpa_with_a_position_bias_matches_oracle(impl, seed, heads, L_q, L_k, d
     else:
         bias = normal(seed + 5, (heads, L_q, L_k))
     q, k, v = normal(seed, (2, heads, L_q, d)), normal(seed + 1, (2, heads, L_k, d)), normal(seed + 2, (2, heads, L_k, d))
-    check.oracle(impl, "scaled_dot_product_attention", q, k, v, is_causal=is_causal, bias=bias)
+    feature_rows.oracle(impl, "scaled_dot_product_attention", q, k, v, is_causal=is_causal, bias=bias)
 
 
 @claim("PE-5")
@@ -366,7 +366,8 @@ def test_sdpa_bias_broadcasts_and_combines_with_the_mask(impl, seed, L_q, L_k, d
     bias = normal(seed + 3, (L_q, L_k))
     hide = np.random.default_rng(seed + 4).random((L_q, L_k)) < 0.3
     mask = np.random.default_rng(seed + 5).random((2, 1, L_q, L_k)) < 0.7 if masked else None
-    out = check.oracle(impl, "scaled_dot_product_attention", q, k, v, mask=mask, bias=np.where(hide, -np.inf, bias))
+    out = feature_rows.oracle(impl, "scaled_dot_product_attention", q, k, v, mask=mask,
+                              bias=np.where(hide, -np.inf, bias))
     both = ~hide if mask is None else mask & ~hide
     check.close(impl, out, impl.scaled_dot_product_attention(q, k, v, mask=both, bias=bias),
                 "bias=-inf at a key gives the same output as mask=False there", size=tolerance.attention_output_size(v))
@@ -383,7 +384,7 @@ def test_alibi_bias_is_relative(impl, seed, heads, L, d):
     q, k, v = normal(seed, (heads, L, d)), normal(seed + 1, (heads, L, d)), normal(seed + 2, (heads, L, d))
     relative = reference.alibi_bias(heads, L, L)  # (H, L, L) = s_h (j - i)
     absolute = reference.alibi_slopes(heads)[:, None, None] * np.arange(L)[None, None, :]  # s_h j, the same per row
-    a = check.oracle(impl, "scaled_dot_product_attention", q, k, v, is_causal=True, bias=relative)
+    a = feature_rows.oracle(impl, "scaled_dot_product_attention", q, k, v, is_causal=True, bias=relative)
     b = impl.scaled_dot_product_attention(q, k, v, is_causal=True, bias=absolute)
     size = tolerance.attention_size(q, k, v, bias=absolute)
     check.close(impl, b, a, "ALiBi with s_h · j equals ALiBi with s_h · (j - i) under a causal mask", size=size)

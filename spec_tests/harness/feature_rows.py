@@ -1,6 +1,7 @@
 """A score feature's masked call, judged row by row on the implementation's own unmasked calls with the feature.
 
-A softcap (cap · tanh(S / cap)) and a sink logit act on one query row's scores: masking only chooses which keys
+A softcap (cap · tanh(S / cap)), a sink logit and an additive bias (PE-5, cut to the row and its keys) act on one
+query row's scores: masking only chooses which keys
 that row sees. So a masked call with the feature equals, row by row, the same function's call with the feature
 and no mask on the keys that row sees (0 for a row that sees none, sink or not):
 
@@ -82,9 +83,9 @@ def by_rows(subject, fname: str, args, kwargs, seen) -> np.ndarray:
         weights = np.asarray(subject.call("attention_weights", *args[:2], **plain_kwargs), dtype=np.float64)
         plain = np.asarray(subject.call(fname, *args[:n], **plain_kwargs), dtype=np.float64)
     allowed = np.asarray(visible_keys(kwargs.get("mask"), bool(kwargs.get("is_causal", False)), L_q, L_k), bool)
-    sinks = kwargs.get("sinks")
+    sinks, bias = kwargs.get("sinks"), kwargs.get("bias")
     leads = [a.shape[:-2] for a in arrays] + [allowed.shape[:-2], weights.shape[:-2]] + \
-        ([np.shape(sinks)] if sinks is not None else [])
+        ([np.shape(sinks)] if sinks is not None else []) + ([np.shape(bias)[:-2]] if bias is not None else [])
     lead = np.broadcast_shapes(*leads)
     dead = ~np.broadcast_to(allowed, lead + (L_q, L_k)).any(axis=-1)  # (lead, L_q): the reference's dead rows
     seen_keys = np.broadcast_to(weights != 0, lead + (L_q, L_k))
@@ -101,6 +102,8 @@ def by_rows(subject, fname: str, args, kwargs, seen) -> np.ndarray:
                 built = np.zeros(out.shape[-1])
                 if keys.size:
                     row_args = [q[at][..., i:i + 1, :], k[at][..., keys, :]] + ([v[0][at][..., keys, :]] if v else [])
+                    if bias is not None:  # an additive bias goes with the scores it is added to: its row, those keys
+                        keep["bias"] = np.broadcast_to(np.asarray(bias), lead + (L_q, L_k))[at][..., i:i + 1, keys]
                     row = np.asarray(subject.call(fname, *row_args, **keep), dtype=np.float64).reshape(-1)
                     if fname == "attention_weights":
                         built[keys] = row
@@ -121,7 +124,7 @@ def _off_by(row, seen_row) -> float:
 
 
 def oracle(subject, fname: str, *args, **kwargs):
-    """check.oracle for a call with a score feature (softcap, sinks); when it fails, a masked call of an
+    """check.oracle for a call with a score feature (softcap, sinks, bias); when it fails, a masked call of an
     implementation whose plain attention fails a masking claim is judged again row by row (see above)."""
     try:
         return check.oracle(subject, fname, *args, **kwargs)
