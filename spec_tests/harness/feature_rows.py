@@ -36,12 +36,13 @@ MASKING = ("mask", "is_causal")  # the keywords that choose the keys a row sees
 FEATURES = ("softcap", "sinks", "scale")  # the keywords each row's own call keeps
 
 
-def masking_wrong_here(subject, args, kwargs) -> bool:
-    """Do the implementation's own weights without the feature, on this call's q, k and mask, already differ from
-    the reference's (a masking or formula bug, charged to its own chapter's claims)?"""
+def masking_wrong_here(subject, args, kwargs, feature=("softcap", "sinks", "bias")) -> bool:
+    """Do the implementation's own weights without the feature (the keywords named in `feature`), on this call's
+    q, k and mask, already differ from the reference's (a masking or formula bug, charged to its own chapter's
+    claims)?"""
     if not subject.has("attention_weights"):
         return False
-    plain = {key: kwargs[key] for key in MASKING + ("scale",) if kwargs.get(key) is not None}
+    plain = {key: kwargs[key] for key in MASKING + ("scale",) if kwargs.get(key) is not None and key not in feature}
     with _kept_out(subject):
         try:
             seen = subject.call("attention_weights", *args[:2], **plain)
@@ -123,14 +124,15 @@ def _off_by(row, seen_row) -> float:
     return float(np.nan_to_num(diff, nan=np.inf).max(initial=0.0))
 
 
-def oracle(subject, fname: str, *args, **kwargs):
+def oracle(subject, fname: str, *args, feature=("softcap", "sinks", "bias"), **kwargs):
     """check.oracle for a call with a score feature (softcap, sinks, bias); when it fails, a masked call of an
-    implementation whose plain attention fails a masking claim is judged again row by row (see above)."""
+    implementation whose own weights without the feature (the keywords named in `feature`; a negative scale is
+    SDPA-10's) already differ from the reference's is judged again row by row (see above)."""
     try:
         return check.oracle(subject, fname, *args, **kwargs)
     except SpecFailure as failure:
         masked = any(kwargs.get(key) is not None and kwargs.get(key) is not False for key in MASKING)
-        if not masked or not masking_wrong_here(subject, args, kwargs):
+        if not masked or not masking_wrong_here(subject, args, kwargs, feature):
             raise
         try:
             with _kept_out(subject):
