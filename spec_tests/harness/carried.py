@@ -156,7 +156,7 @@ def _battery(fname: str):
 
 
 @contextlib.contextmanager
-def _off_the_record(subject):
+def off_the_record(subject):
     """Calls made here leave the subject's history (what a failure reports and diagnoses) as it was, and an input
     the implementation declares out of its scope raises OutOfScope here without rejecting the test's example."""
     saved = list(subject.history)
@@ -241,7 +241,7 @@ def _error_is_rounding(subject, fname, args, kwargs, error, dtype: str) -> bool:
         return a * (1.0 + nudge * rng.uniform(-1.0, 1.0, a.shape)) if a.dtype.kind == "f" else a
 
     args2, kwargs2 = map_arrays(args, moved), map_arrays(kwargs, moved)
-    with _off_the_record(subject):
+    with off_the_record(subject):
         seen = np.asarray(subject.call(fname, *args2, **kwargs2), dtype=np.float64)
     expected = np.asarray(getattr(reference, fname)(*subject.round(args2), **subject.round(kwargs2)), dtype=np.float64)
     if seen.shape != np.shape(error):
@@ -268,7 +268,7 @@ def step_evidence(subject, fname: str) -> Evidence | None:
     Inputs the implementation declares out of its scope are passed over."""
     if subject.dtype != "float64" or not subject.has(fname):
         return None
-    with _off_the_record(subject):
+    with off_the_record(subject):
         for _claim, args, kwargs in _battery(fname):
             try:
                 evidence = precision_evidence(subject, fname, args, kwargs)
@@ -307,7 +307,7 @@ def smallest_step(subject, fname: str, evidence: Evidence) -> Evidence:
     call = evidence.call
     if call is None or call.kwargs or not evidence.step:
         return evidence
-    with _off_the_record(subject):
+    with off_the_record(subject):
         for args in _cuts(fname, call.args):
             try:
                 smaller = precision_evidence(subject, fname, args, {})
@@ -336,7 +336,7 @@ def lower_verdict(subject, fname: str) -> tuple[str, ...]:
         return _VERDICTS[key]
     failed: list[str] = []
     steps: list[str] = []
-    with _off_the_record(subject):
+    with off_the_record(subject):
         for claim, args, kwargs in _battery(fname):
             try:
                 outcome = _fails(subject, fname, args, kwargs)
@@ -377,7 +377,7 @@ def _built_on(subject, composite, r_args, r_kwargs, parts):
     """composite(*r_args, **r_kwargs) with each of `parts` (names of lower functions) the implementation's own,
     passed by keyword; those calls are kept out of the failure history."""
     own = {name: partial(subject.call, name) for name in parts}
-    with _off_the_record(subject):
+    with off_the_record(subject):
         return composite(*r_args, **r_kwargs, **own)
 
 
@@ -566,7 +566,7 @@ def row_by_row(subject, fname, args, kwargs):
     width = {"attention_weights": L_k, "scaled_dot_product_attention": np.shape(args[2])[-1] if len(args) > 2 else 0,
              "multi_head_attention": np.shape(args[3]["w_o"])[-1] if len(args) > 3 else 0}[fname]
     out = np.zeros(visible.shape[:-1] + (width,))
-    with _off_the_record(subject):
+    with off_the_record(subject):
         for index in np.ndindex(*lead):
             for i in range(L_q):
                 keys = np.flatnonzero(visible[index + (i,)])
@@ -711,7 +711,7 @@ def judge_feature_carried(subject, fname: str, args, kwargs, failure, compare) -
     expected = oracle_fn(*r_args, **r_kwargs)
     try:
         built = _built_on(subject, composite, r_args, r_kwargs, parts)
-        with _off_the_record(subject):
+        with off_the_record(subject):
             seen = subject.call(fname, *args, **kwargs)
     except Exception:  # noqa: BLE001 - a lower function raised: nothing to carry
         raise failure from None

@@ -20,8 +20,6 @@ comparison with the reference has failed.
 
 from __future__ import annotations
 
-import contextlib
-
 import numpy as np
 
 import reference
@@ -29,7 +27,6 @@ from reference.mask_algebra import visible_keys
 from spec_tests.harness import carried, check, tolerance
 from spec_tests.harness.context import current
 from spec_tests.harness.feedback import SpecFailure
-from spec_tests.harness.scope import unrecorded
 
 SDPA = "scaled_dot_product_attention"
 MASKING = ("mask", "is_causal")  # the keywords that choose the keys a row sees
@@ -43,7 +40,7 @@ def masking_wrong_here(subject, args, kwargs, feature=("softcap", "sinks", "bias
     if not subject.has("attention_weights"):
         return False
     plain = {key: kwargs[key] for key in MASKING + ("scale",) if kwargs.get(key) is not None and key not in feature}
-    with _kept_out(subject):
+    with carried.off_the_record(subject):
         try:
             seen = subject.call("attention_weights", *args[:2], **plain)
         except Exception:  # noqa: BLE001 - raising on a plain masked call is its own chapter's failure
@@ -59,17 +56,6 @@ def masking_wrong_here(subject, args, kwargs, feature=("softcap", "sinks", "bias
     return False
 
 
-@contextlib.contextmanager
-def _kept_out(subject):
-    """Calls made here leave the subject's history (what a failure reports) as it was."""
-    saved = list(subject.history)
-    try:
-        with unrecorded():
-            yield
-    finally:
-        subject.history[:] = saved
-
-
 def by_rows(subject, fname: str, args, kwargs, seen) -> np.ndarray:
     """fname(*args, **kwargs) (attention or its weights) built from the implementation's own calls: each row is its
     call with the feature and no mask on the keys its own masked weights without the feature leave nonzero (0 for
@@ -80,7 +66,7 @@ def by_rows(subject, fname: str, args, kwargs, seen) -> np.ndarray:
     L_q, L_k = arrays[0].shape[-2], arrays[1].shape[-2]
     masking = {key: kwargs[key] for key in MASKING if key in kwargs}
     plain_kwargs = dict(masking, **{key: kwargs[key] for key in ("scale",) if kwargs.get(key) is not None})
-    with _kept_out(subject):
+    with carried.off_the_record(subject):
         weights = np.asarray(subject.call("attention_weights", *args[:2], **plain_kwargs), dtype=np.float64)
         plain = np.asarray(subject.call(fname, *args[:n], **plain_kwargs), dtype=np.float64)
     allowed = np.asarray(visible_keys(kwargs.get("mask"), bool(kwargs.get("is_causal", False)), L_q, L_k), bool)
@@ -93,7 +79,7 @@ def by_rows(subject, fname: str, args, kwargs, seen) -> np.ndarray:
     q, k, *v = (np.broadcast_to(a, lead + a.shape[-2:]) for a in arrays)
     out = np.array(np.broadcast_to(plain, lead + plain.shape[-2:]), dtype=np.float64)
     keep = {key: kwargs[key] for key in FEATURES if kwargs.get(key) is not None}
-    with _kept_out(subject):
+    with carried.off_the_record(subject):
         for index in np.ndindex(*lead):
             at = tuple(slice(j, j + 1) for j in index)  # the leading dims kept, each of size 1
             if sinks is not None:
@@ -135,7 +121,7 @@ def oracle(subject, fname: str, *args, feature=("softcap", "sinks", "bias"), **k
         if not masked or not masking_wrong_here(subject, args, kwargs, feature):
             raise
         try:
-            with _kept_out(subject):
+            with carried.off_the_record(subject):
                 seen = np.asarray(subject.call(fname, *args, **kwargs), dtype=np.float64)
             built = by_rows(subject, fname, args, kwargs, seen)
         except Exception:  # noqa: BLE001 - an unmasked call raised: nothing to carry
