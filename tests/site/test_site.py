@@ -28,6 +28,7 @@ from spec_tests.harness import claims
 ROOT = Path(__file__).resolve().parents[2]
 SITE = Path(os.environ.get("MHA_SPEC_SITE", ROOT / "site"))
 SHOTS = ROOT / ".artifacts" / "screenshots"
+
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
@@ -108,8 +109,7 @@ class Visit:
                 timeout=15_000)
         except Exception as exc:  # playwright's TimeoutError
             self.errors_waiting = str(exc).splitlines()[0]
-        SHOTS.mkdir(parents=True, exist_ok=True)
-        self.page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
+        _keep_screenshot(self.page, name)
 
     def close(self):
         self.context.close()
@@ -262,6 +262,26 @@ PHONE = {"width": 390, "height": 844}
 STRAY_BACKTICK = re.compile(r"`")
 
 
+TALLEST_SHOT = 12_000  # px: a longer page is kept as its first 12,000 px (Chromium rasterises a whole long page slowly)
+
+
+def _keep_screenshot(page, name: str) -> None:
+    """Keep a screenshot of the page for a person to look at (it decides no test). The page's top, up to
+    TALLEST_SHOT px: the bug catalogue and the libraries page run to over 100,000 px, and a full-page shot of them
+    took over 30 s on a loaded CI machine. If even that times out, the visible part alone is kept."""
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    path = str(SHOTS / f"{name}.png")
+    size = page.evaluate("() => [document.documentElement.scrollWidth, document.documentElement.scrollHeight]")
+    try:
+        if size[1] <= TALLEST_SHOT:
+            page.screenshot(path=path, full_page=True, timeout=60_000)
+        else:
+            page.screenshot(path=path, full_page=True, timeout=60_000,
+                            clip={"x": 0, "y": 0, "width": size[0], "height": TALLEST_SHOT})
+    except Exception:  # playwright's TimeoutError: the screenshot is for a person, not a verdict
+        page.screenshot(path=path, timeout=60_000)
+
+
 def _open(browser, base: str, path: str, viewport: dict, shot: str):
     context = browser.new_context(viewport=viewport)
     page = context.new_page()
@@ -274,8 +294,7 @@ def _open(browser, base: str, path: str, viewport: dict, shot: str):
             "() => [...document.querySelectorAll('.arithmatex')].every(e => e.querySelector('.katex'))", timeout=15_000)
     except Exception:  # reported by the assertions below, with what is missing
         pass
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SHOTS / f"{shot}.png"), full_page=True)
+    _keep_screenshot(page, shot)
     return context, page, errors
 
 
