@@ -12,7 +12,7 @@ their union (split-KV decoding, ring attention). The keyword and the function ar
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 import reference
@@ -124,6 +124,23 @@ def test_merge_attention_matches_the_reference(impl, case):
     out1, lse1 = reference.scaled_dot_product_attention(q, k, v, mask=_with(mask, first, shape), return_lse=True)
     out2, lse2 = reference.scaled_dot_product_attention(q, k, v, mask=_with(mask, ~first, shape), return_lse=True)
     check.oracle(impl, "merge_attention", out1, lse1, out2, lse2)
+
+
+@claim("LSE-2")
+@given(seed=SEEDS, L_q=st.integers(1, 6), d_v=st.integers(1, 4), base=st.sampled_from([100.0, 1000.0]),
+       empty_half=st.booleans())
+@example(seed=0, L_q=3, d_v=2, base=1000.0, empty_half=True)
+def test_merging_partial_results_with_large_lse(impl, seed, L_q, d_v, base, empty_half):
+    """lse in the hundreds or thousands (large scores): the merge is finite and right. exp(lse_k) alone overflows past
+    88 in float32 and 709 in float64; each half's weight is exp(lse_k - lse), from the difference (np.logaddexp)."""
+    out1, out2 = normal(seed, (L_q, d_v)), normal(seed + 1, (L_q, d_v))
+    lse1, lse2 = base + normal(seed + 2, (L_q,)), base + normal(seed + 3, (L_q,))
+    if empty_half:  # the first row's second half saw no key
+        lse2[0] = -np.inf
+    out, lse = check.oracle(impl, "merge_attention", out1, lse1, out2, lse2)
+    check.holds(impl, bool(np.isfinite(out).all() and np.isfinite(lse).all()),
+                f"with lse near {base:.0f}, the merged output and lse are finite",
+                ["NaN or inf means exp(lse) was taken without subtracting the larger lse first"], [out, lse])
 
 
 @claim("LSE-2")
