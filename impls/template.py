@@ -58,7 +58,8 @@ def scaled_dot_product_attention(q, k, v, mask=None, is_causal=False, scale=None
       so rows sum to less than 1, and a row with every key hidden still outputs exactly 0.
     - `return_lse=True` (later chapter, docs/log_sum_exp.md): return (out, lse), lse (..., L_q)
       the log of each row's softmax denominator, m + log sum_j exp(S_ij - m) over the visible
-      keys (and the sink), -inf for a row that sees no key. See merge_attention.
+      keys (and the sink), -inf for a row that sees no key (with a sink, that row's lse may be the
+      sink or -inf). See merge_attention.
     - Poison at hidden positions (docs/masks.md): NaN or inf in k or v of a key no query sees,
       or in k of a key hidden from a row, must not reach that output. 0 * NaN is NaN, so hide
       scores with `where` (not by adding -inf or multiplying by 0) and zero the values of keys

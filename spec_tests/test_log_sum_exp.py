@@ -63,6 +63,33 @@ def test_a_dead_row_has_lse_minus_infinity(impl, case, dead):
 
 
 @claim("LSE-1")
+@given(case=lse_cases(), seed=SEEDS)
+def test_lse_with_sinks_holds_the_sink(impl, case, seed):
+    """With sinks, exp(sink) is inside the sum: lse_i = log(exp(sink) + sum_{j visible} exp(S_ij)) on every row that
+    sees a key, so that P_ij = exp(S_ij - lse_i) still holds."""
+    q, k, v, _ = case  # no mask: the sink's place in the sum alone (masks with sinks: SOFT-2; dead rows: below)
+    check.oracle(impl, SDPA, q, k, v, sinks=normal(seed, (q.shape[0],), 2.0), return_lse=True)
+
+
+@claim("LSE-1")
+@given(case=lse_cases(), seed=SEEDS, dead=st.integers(1, 3))
+def test_a_dead_row_with_a_sink_outputs_zero_and_has_lse_sink_or_minus_infinity(impl, case, seed, dead):
+    """A row that sees no key, with a sink: output exactly 0; lse the sink (the log of a denominator holding exp(sink)
+    alone) or -inf (the log of an empty sum over keys). Libraries differ here, and the contract takes both."""
+    q, k, v, _ = case
+    sinks = normal(seed, (q.shape[0],), 2.0)
+    mask = random_mask(seed + 4, q.shape[:-1] + (k.shape[-2],), 0.7, dead_rows=dead)
+    out, lse = impl.scaled_dot_product_attention(q, k, v, mask=mask, sinks=sinks, return_lse=True)
+    rows = ~mask.any(axis=-1)  # (H, L_q)
+    check.exactly(impl, out[rows], np.zeros_like(out[rows]), "a row with no visible key outputs exactly 0, sink or not")
+    seen = lse[rows]
+    if not np.isneginf(seen).all():
+        sink = np.broadcast_to(sinks[:, None], rows.shape)[rows]
+        check.close(impl, seen, sink, "a row with no visible key has lse = its sink (or -inf on every such row)",
+                    size=float(np.abs(sink).max()))
+
+
+@claim("LSE-1")
 @given(seed=SEEDS, L_q=SIZES, L_k=SIZES, d=st.integers(1, 4), big=st.sampled_from([200.0, 2000.0]))
 def test_lse_of_large_scores_is_finite(impl, seed, L_q, L_k, d, big):
     """Scores in the hundreds or thousands: lse stays finite and right (m + log sum exp(S - m), never exp(S) alone)."""

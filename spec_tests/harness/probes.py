@@ -11,7 +11,7 @@ larger inputs that separate such look-alikes, deterministically:
                 not, a mask or not, with a dead row when the call had one), then causal and mask toggled
     multi-head  B = 2, (D, H) = (6, 3), (6, 2), (8, 4): several heads, d_k = D / H != H; self- and
                 cross-attention (L_q != L_k); the call's biases, mask and causal flag (and num_kv_heads)
-    layer_norm  (3, 5) and (2, 3, 4) rows with an offset and a spread
+    layer_norm  (3, 5) and (2, 3, 4) rows with an offset and a spread; (3, 5) rows of a small spread with eps = 0.5
     heads       split (2, 5, 6) into 3 and 2 heads, merge (2, 3, 5, 2)
     batched     the failing input itself, stacked with a nearby copy along a new batch axis
     every call  two more of its own shapes: its values each moved by a twentieth of their row's spread
@@ -146,6 +146,10 @@ def _layer_norm(rng, call, subject) -> list:
         x = 1.5 + 2.0 * rng.standard_normal(shape)
         gamma, beta = 1 + 0.5 * rng.standard_normal(shape[-1]), 0.3 * rng.standard_normal(shape[-1])
         out.append(_with(call, (x, gamma, beta, *call.args[3:]), call.kwargs))
+    if subject.has("layer_norm", "eps"):  # a large eps on rows of a small spread: eps inside or outside the root
+        x = 0.4 * rng.standard_normal((3, 5)) - 1.0
+        gamma, beta = 1 + 0.5 * rng.standard_normal(5), 0.3 * rng.standard_normal(5)
+        out.append(_with(call, (x, gamma, beta), {**call.kwargs, "eps": 0.5}))
     return out
 
 

@@ -43,12 +43,15 @@ class NotImplementedYet(BaseException):
 
     A BaseException, not an Exception, so that Hypothesis stops at once: an input cannot make an
     unwritten function work, and shrinking it would cost a fifth of a second per test on the template.
-    The plugin turns it into a skip when `fname` is optional (a later chapter's function).
+    The plugin turns it into a skip when `fname` is optional (a later chapter's function), or when it was
+    raised for a call that passed a later chapter's keyword (`later`: sinks=, return_lse=, ...), which is
+    optional as that chapter is, whatever function takes it.
     """
 
-    def __init__(self, text: str = "", fname: str | None = None):
+    def __init__(self, text: str = "", fname: str | None = None, later: bool = False):
         super().__init__(text)
         self.fname = fname
+        self.later = later
 
 
 class MissingKeyword(BaseException):
@@ -271,12 +274,12 @@ class Subject:
         for one kind of input (a keyword, a backward pass, native arrays), this test only."""
         text = str(exc)
         text = text if fname in text else f"{fname}: {text or 'raises NotImplementedError'}"
-        if plain and not any(_given(v) for v in kwargs.values()):  # the plain case: the whole function
+        asked = [k for k, v in kwargs.items() if _given(v)]
+        if plain and not asked:  # the plain case: the whole function
             self._unimplemented[fname] = text
         else:  # one kind of input (a keyword, a backward pass): this test only
-            asked = ", ".join(k for k, v in kwargs.items() if _given(v))
-            text = f"{text} (raised for this input only{': ' + asked if asked else ''})"
-        return NotImplementedYet(text, fname)
+            text = f"{text} (raised for this input only{': ' + ', '.join(asked) if asked else ''})"
+        return NotImplementedYet(text, fname, later=any(k in LATER_KEYWORDS for k in asked))
 
     @contextlib.contextmanager
     def expecting_error(self):

@@ -1,0 +1,29 @@
+"""LayerNorm with the unbiased (sample) variance, divided by D - 1, with eps inside the square root.
+
+Caught by LN-1: the contract's LayerNorm normalises by the biased (population) variance, the mean of
+the squared deviations over the D features, as the paper and every framework's LayerNorm do.
+torch.var and torch.std divide by D - 1 unless told otherwise (unbiased=True, correction=1), so
+x.var(-1) in a LayerNorm scales every output by sqrt((D - 1) / D): 0.707 at D = 2, 0.968 at D = 16.
+"""
+import numpy as np
+
+from impls.mutants import _base
+from impls.mutants._base import *  # noqa: F401,F403
+from impls.mutants._base import _check_affine, _require_ndim
+
+BUG = ("normalising by the unbiased variance, divided by D - 1 (torch.var's default), instead of the biased "
+       "variance divided by D, with eps inside the square root")
+CAUGHT_BY = "LN-1"
+
+
+def layer_norm(x, gamma, beta, eps=1e-5):
+    x = np.asarray(x)
+    _require_ndim("x", x, 1)
+    gamma = _check_affine("gamma", gamma, x.shape[-1], x.dtype)
+    beta = _check_affine("beta", beta, x.shape[-1], x.dtype)
+    mean = x.mean(axis=-1, keepdims=True)
+    var = x.var(axis=-1, ddof=1, keepdims=True)   # BUG: ddof=1 divides by D - 1
+    return gamma * (x - mean) / np.sqrt(var + eps) + beta
+
+
+_base.rewire(globals())
