@@ -276,7 +276,7 @@ def _outsiders() -> dict:
         "chunked_skips_block_early": [Outsider("scaled_dot_product_attention", chunked_skips_block_early, [
             (qkv(1, 1), {"is_causal": True}, "MASK-2"), (qkv(3, 3, seed=2), {"is_causal": True}, "MASK-2")])],
         "sdpa_scale_from_d_v": [Outsider("scaled_dot_product_attention", sdpa_scale_from_d_v, [
-            (qkv(1, 2, 2, 1), {}, "SDPA-4"), (qkv(2, 2, 3, 1, seed=3), {}, "SDPA-1")])],
+            (qkv(1, 2, 2, 1), {}, "SDPA-4"), (qkv(2, 2, 3, 1, seed=3), {}, "SDPA-1")], frozenset({"scale_from_d_v"}))],
         "sdpa_scale_after_softmax": [Outsider("scaled_dot_product_attention", sdpa_scale_after_softmax, [
             (qkv(1, 1, 2, 1), {}, "SDPA-1"), (qkv(2, 3, 2, 1, seed=4), {}, "SDPA-4")], frozenset({"scale_after_softmax"}))],
         "sdpa_keys_as_values": [Outsider("scaled_dot_product_attention", sdpa_keys_as_values, [
@@ -290,7 +290,7 @@ def _outsiders() -> dict:
             (mha_input(D=4, H=2), {}, "MHA-5"), (mha_input(L=3, D=4, H=4, seed=3), {}, "MHA-5")],
             frozenset({"mha_scale_by_sqrt_d_model"}))],
         "ln_unbiased_variance": [Outsider("layer_norm", ln_unbiased_variance, [
-            (ln_input(), {}, "LN-1"), (ln_input(3, 4, seed=1), {}, "LN-1")])],
+            (ln_input(), {}, "LN-1"), (ln_input(3, 4, seed=1), {}, "LN-1")], frozenset({"layer_norm_unbiased_variance"}))],
         "ln_eps_outside": [Outsider("layer_norm", ln_eps_outside, [
             (ln_input(), {}, "LN-1"), (ln_input(2, 3, seed=2), {}, "LN-1")], frozenset({"layer_norm_eps_outside_sqrt"}))],
         "ln_gamma_beta_swapped": [Outsider("layer_norm", ln_gamma_beta_swapped, [

@@ -53,13 +53,20 @@ def _message(name, fname, fn, args, kwargs, claim="MASK-2") -> str:
      {"is_causal": True}, "MASK-2"),
     ("no_causal", "attention_weights", outsiders.weights_ignore_causal, outsiders.qkv(2, 2, with_v=False),
      {"is_causal": True}, "MASK-2"),
-    ("scale_d_v", "scaled_dot_product_attention", outsiders.sdpa_scale_from_d_v, outsiders.qkv(1, 2, 2, 1), {},
-     "SDPA-4"),
 ])
 def test_the_issues_look_alikes_get_no_name_and_a_description(name, fname, fn, args, kwargs, claim):
     text = _message(name, fname, fn, args, kwargs, claim)
     assert "likely cause" not in text, text
     assert "looks like: " in text and "further inputs rule it out, so no cause is named" in text, text
+
+
+def test_a_scale_taken_from_d_v_is_named_as_such_not_as_a_missing_scale():
+    """On d_v = 1 a scale from d_v is no scale at all, like no_score_scaling; the further inputs (d_v != d_k) name
+    the known bug that takes it from d_v (impls/mutants/scale_from_d_v.py), and only it."""
+    text = _message("scale_d_v", "scaled_dot_product_attention", outsiders.sdpa_scale_from_d_v,
+                    outsiders.qkv(1, 2, 2, 1), {}, "SDPA-4")
+    assert "likely cause: this matches a known bug: taking the default scale from the values' width" in text, text
+    assert "forgetting the 1/sqrt(d_k) scaling" not in text, text
 
 
 def test_a_constant_factor_is_described_with_its_ratio():
