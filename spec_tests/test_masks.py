@@ -15,7 +15,8 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 import reference
-from spec_tests.harness import check, tolerance
+from spec_tests.harness import carried, check, tolerance
+from spec_tests.harness.feedback import SpecFailure
 from spec_tests.harness.strategies import HEAD_DIMS, SEEDS, attention_cases, normal, random_mask
 from spec_tests.harness.subject import not_applicable
 
@@ -25,10 +26,12 @@ SIZES = st.integers(1, 9)
 
 
 @st.composite
-def padded_batches(draw, max_len=9):
-    """(B, H, L_q, d) queries against (B, H, L, d) keys/values where batch b has lengths[b] real keys."""
+def padded_batches(draw, max_len=9, square=False):
+    """(B, H, L_q, d) queries against (B, H, L, d) keys/values where batch b has lengths[b] real keys (L_q = L if
+    square)."""
     B, H = draw(st.integers(1, 3)), draw(st.integers(1, 2))
-    L, L_q = draw(st.integers(2, max_len)), draw(SIZES)
+    L = draw(st.integers(2, max_len))
+    L_q = L if square else draw(SIZES)
     lengths = draw(st.lists(st.integers(1, L), min_size=B, max_size=B))
     d_k, d_v, seed = draw(HEAD_DIMS), draw(HEAD_DIMS), draw(SEEDS)
     q = normal(seed, (B, H, L_q, d_k))
@@ -115,9 +118,10 @@ def test_weights_above_the_diagonal_are_exactly_zero(impl, seed, L, d):
 
 
 @claim("MASK-2")
-@given(case=attention_cases(masked=False, causal=False, lengths=SIZES))
+@given(case=attention_cases(masked=False, causal=True, lengths=SIZES))
 def test_is_causal_equals_the_lower_triangular_mask(impl, case):
-    """is_causal=True gives the same result as mask=causal_mask(L_q, L_k) (bottom-right aligned)."""
+    """is_causal=True gives the same result as mask=causal_mask(L, L), on square inputs (L_q != L_k is MASK-3's
+    alignment)."""
     tri = reference.causal_mask(case.L_q, case.L_k)
     a = check.oracle(impl, SDPA, case.q, case.k, case.v, is_causal=True)
     b = impl.scaled_dot_product_attention(case.q, case.k, case.v, mask=tri)
@@ -270,15 +274,60 @@ def test_fully_masked_rows_stay_zero_with_a_bias(impl, case):
     live = np.broadcast_to(case.mask, case.scores_shape).any(axis=-1)  # (..., L_q): rows that see a key
     check.exactly(impl, out[~live], np.zeros_like(out[~live]),
                   "with a bias too, rows with no visible key output exactly 0")
-    check.oracle(impl, "scaled_dot_product_attention", case.q, case.k, case.v, **case.kwargs)
+    # the rows that see a key are the bias's own claim (PE-5: a bias combines with the mask): not judged here
+
+
+@claim("MASK-4")
+@given(seed=SEEDS, L_q=st.integers(1, 7), L_k=st.integers(2, 7), d=HEAD_DIMS, dead=st.integers(1, 3))
+def test_rows_a_bias_hides_output_exactly_zero(impl, seed, L_q, L_k, d, dead):
+    """A bias of -inf hides its key like mask=False (the positional chapter's bias=), so a query whose every key
+    has bias -inf sees no key: it outputs exactly 0, not NaN (a softmax of -inf everywhere) and not the mean of V.
+
+    Judged when the implementation's bias is right where it is finite (the same call with the -inf entries made
+    finite): a bias that is wrong there (ignored, say) is PE-5's, and its dead rows follow from it. Without bias=
+    it is not applicable."""
+    if not impl.has("scaled_dot_product_attention", "bias"):
+        not_applicable(f"{impl.name}'s scaled_dot_product_attention takes no bias= (the positional chapter's "
+                       "optional keyword): a row hidden by a bias cannot be asked of it")
+    rng = np.random.default_rng(seed + 4)
+    q, k, v = normal(seed, (2, 3, L_q, d)), normal(seed + 1, (2, 3, L_k, d)), normal(seed + 2, (2, 3, L_k, d)) + 3.0
+    dead_rows = np.isin(np.arange(L_q), rng.choice(L_q, size=min(dead, L_q), replace=False))  # (L_q,)
+    hide = (rng.random((L_q, L_k)) < 0.3) | dead_rows[:, None]  # (L_q, L_k)
+    hide[~dead_rows, rng.integers(0, L_k)] = False  # the other rows keep a key
+    finite = normal(seed + 3, (L_q, L_k))  # (L_q, L_k), broadcast over (B, H)
+    try:
+        check.oracle(impl, SDPA, q, k, v, bias=finite)
+    except SpecFailure:  # its dead rows follow from its bias, whose error is charged to PE-5
+        carried.note_carried("your bias=, which already differs from the reference's where it is finite (PE-5 "
+                             "judges that)")
+        return
+    bias = np.where(hide, -np.inf, finite)
+    out = impl.scaled_dot_product_attention(q, k, v, bias=bias)
+    check.exactly(impl, out[..., dead_rows, :], np.zeros_like(out[..., dead_rows, :]),
+                  "rows whose every key has bias -inf output exactly 0")
+    check.oracle(impl, SDPA, q, k, v, bias=bias)
 
 
 @claim("MASK-4")
 @given(seed=SEEDS, L_k=st.integers(1, 5), extra=st.integers(1, 4), d=HEAD_DIMS)
 def test_causal_with_more_queries_than_keys_gives_zero_rows(impl, seed, L_k, extra, d):
-    """is_causal with L_q > L_k: the first L_q - L_k queries see no key and output exactly 0."""
+    """is_causal with L_q > L_k: the first L_q - L_k queries see no key and output exactly 0.
+
+    Those rows are dead because of the bottom-right alignment (MASK-3's subject). An implementation whose
+    is_causal differs from the explicit bottom-right mask (aligned top-left, say) is judged here on that mask's
+    dead rows: its alignment is charged to MASK-3, once."""
     L_q = L_k + extra
     q, k, v = normal(seed, (L_q, d)), normal(seed + 1, (L_k, d)), normal(seed + 2, (L_k, d)) + 3.0
+    explicit = impl.scaled_dot_product_attention(q, k, v, mask=reference.causal_mask(L_q, L_k))  # bottom-right
+    try:
+        check.close(impl, impl.scaled_dot_product_attention(q, k, v, is_causal=True), explicit,
+                    "is_causal=True equals the explicit bottom-right mask", size=tolerance.attention_output_size(v))
+    except SpecFailure:  # its is_causal is aligned otherwise (MASK-3's): the dead rows of the explicit mask, here
+        check.exactly(impl, explicit[:extra], np.zeros((extra, d)), f"with the explicit mask causal_mask({L_q}, "
+                      f"{L_k}), the first {extra} queries see no key and output exactly 0")
+        carried.note_carried("the explicit bottom-right mask, as your is_causal is aligned otherwise (MASK-3 "
+                             "judges that)")
+        return
     out = check.oracle(impl, SDPA, q, k, v, is_causal=True)
     check.exactly(impl, out[:extra], np.zeros((extra, d)), f"the first {extra} queries see no key and output exactly 0")
 
@@ -363,10 +412,10 @@ def test_grouped_query_masks_follow_the_query_heads(impl, seed, B, HG, d_k, L_q,
 
 
 @claim("MASK-5")
-@given(batch=padded_batches().filter(lambda b: b[0].shape[-2] <= b[1].shape[-2]))
+@given(batch=padded_batches(square=True))
 def test_padding_and_causal_combine_by_and(impl, batch):
-    """mask=padding, is_causal=True equals mask = padding AND causal_mask. (L_q <= L_k, so every query keeps
-    key 0: rows that see nothing are MASK-4's subject.)"""
+    """mask=padding, is_causal=True equals mask = padding AND causal_mask. (Square, so every query keeps key 0:
+    rows that see nothing are MASK-4's subject, and L_q != L_k is MASK-3's alignment.)"""
     q, k, v, _, pad = batch
     L_q, L_k = q.shape[-2], k.shape[-2]
     both = pad & reference.causal_mask(L_q, L_k)

@@ -361,11 +361,15 @@ def test_sdpa_with_a_position_bias_matches_oracle(impl, seed, heads, L_q, L_k, d
 @claim("PE-5")
 @given(seed=SEEDS, L_q=st.integers(1, 7), L_k=st.integers(1, 7), d=HEAD_DIMS, masked=st.booleans())
 def test_sdpa_bias_broadcasts_and_combines_with_the_mask(impl, seed, L_q, L_k, d, masked):
-    """A bias of shape (L_q, L_k) broadcasts over (B, H); a -inf entry hides its key exactly like mask=False."""
+    """A bias of shape (L_q, L_k) broadcasts over (B, H); a -inf entry hides its key exactly like mask=False.
+
+    Every query keeps a key that neither the mask nor the bias hides: a row that sees no key, however it is
+    hidden, is MASK-4's (test_fully_masked_rows_stay_zero_with_a_bias, test_rows_a_bias_hides_output_exactly_zero)."""
     q, k, v = normal(seed, (2, 3, L_q, d)), normal(seed + 1, (2, 3, L_k, d)), normal(seed + 2, (2, 3, L_k, d)) + 3.0
     bias = normal(seed + 3, (L_q, L_k))
-    hide = np.random.default_rng(seed + 4).random((L_q, L_k)) < 0.3
-    mask = np.random.default_rng(seed + 5).random((2, 1, L_q, L_k)) < 0.7 if masked else None
+    keep = np.arange(L_k) == np.random.default_rng(seed + 6).integers(0, L_k, (L_q, 1))  # (L_q, L_k): a key a row
+    hide = (np.random.default_rng(seed + 4).random((L_q, L_k)) < 0.3) & ~keep
+    mask = (np.random.default_rng(seed + 5).random((2, 1, L_q, L_k)) < 0.7) | keep if masked else None
     out = feature_rows.oracle(impl, "scaled_dot_product_attention", q, k, v, mask=mask,
                               bias=np.where(hide, -np.inf, bias))
     both = ~hide if mask is None else mask & ~hide
