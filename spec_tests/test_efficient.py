@@ -430,8 +430,10 @@ def test_a_left_padded_batch_equals_each_sequence_alone(impl, case, noise):
     keep = np.arange(T) >= T - lens[:, None]  # (B, T): the last n_b slots hold sequence b
     args, keywords = (q, reference.repeat_kv_heads(k_left, H), reference.repeat_kv_heads(v_left, H)), \
         {"mask": keep[:, None, None, :], "is_causal": True}
-    if carried.failing_own_claims(impl, SDPA):  # its masks are judged by their own claims: the relation alone here
-        batch = impl.scaled_dot_product_attention(*args, **keywords)
+    if carried.failing_own_claims(impl, SDPA):  # its masks are judged by their own claims (MASK-5's AND of a mask
+        # and is_causal among them): the relation alone here, the left padding and the causal mask as one mask
+        both = keep[:, None, None, :] & reference.causal_mask(q.shape[-2], T)  # (B, 1, L_q, T)
+        batch = impl.scaled_dot_product_attention(*args, mask=both)
     else:
         batch = check.oracle(impl, SDPA, *args, **keywords)
     for b, n in enumerate(lens.tolist()):

@@ -12,11 +12,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import reference
-from spec_tests.harness import check, tolerance
+from spec_tests.harness import carried, check, tolerance
 from spec_tests.harness.strategies import SEEDS, mha_weights, normal
 
 claim = pytest.mark.claim
 MHA = "multi_head_attention"
+SDPA = "scaled_dot_product_attention"
 D, H = 12, 3
 
 
@@ -72,6 +73,9 @@ def test_padded_batch_equals_each_sequence_alone(impl, seed, lengths, causal, ex
     for b, s in enumerate(seqs):
         batch[b, : len(s)] = s
     mask = reference.padding_mask(lengths, L)  # (B, 1, 1, L)
+    if carried.failing_own_claims(impl, SDPA):  # its masking fails the masks chapter's claims, charged there: the
+        check.oracle(impl, MHA, batch, batch, batch, w, H, mask=mask, is_causal=causal)  # reference built on it
+        return
     out = impl.multi_head_attention(batch, batch, batch, w, H, mask=mask, is_causal=causal)
     for b, s in enumerate(seqs):
         alone = impl.multi_head_attention(s[None], s[None], s[None], w, H, is_causal=causal)

@@ -45,6 +45,7 @@ from spec_tests.harness import tolerance
 from spec_tests.harness.arrays import map_arrays, round_trip
 from spec_tests.harness.context import current
 from spec_tests.harness.scope import OutOfScope, unrecorded
+from spec_tests.harness.scope import recording_off as scope_unrecorded
 
 PRECISION_CLAIM = "PREC-3"
 
@@ -76,7 +77,8 @@ def _note(text: str) -> None:
         lines.append(text)
 
 
-def _note_carried(whose: str) -> None:
+def note_carried(whose: str) -> None:
+    """Record that the running test judged the implementation with `whose` (error carried forward)."""
     _note(f"judged with {whose} (error carried forward: that bug is charged to its own claim)")
 
 
@@ -128,14 +130,34 @@ def _battery(fname: str):
         dead = visible.copy()
         dead[1, 1] = False
         sq, sk = n((2, 4, 4)), n((2, 4, 4))
+        # MASK-5's: a key-padding mask broadcast over the queries, a mask with is_causal (their AND), and masks with
+        # a head axis (per head, and padding) on (B, H, L, d) inputs; each row keeps a key (the diagonal, key 0)
+        pad = rng.random((2, 1, 5)) < 0.6
+        pad[..., 0] = True
+        with_causal = (rng.random((2, 4, 4)) < 0.6) | np.eye(4, dtype=bool)
+        q4, k4, v4 = n((2, 2, 3, 4)), n((2, 2, 5, 4)), n((2, 2, 5, 3))
+        per_head = rng.random((2, 2, 3, 5)) < 0.6
+        per_head[..., 0] = True
         return [("SDPA-1", (q, k, v), {}),
                 ("MASK-1", (q, k, v), {"mask": visible}),
                 ("MASK-2", (sq, sk, sk), {"is_causal": True}),
                 ("MASK-3", (q[:, :2], k, v), {"is_causal": True}),
-                ("MASK-4", (q, k, v), {"mask": dead})]
-    if fname == "attention_weights":  # the weights of SDPA-1's input
+                ("MASK-4", (q, k, v), {"mask": dead}),
+                ("MASK-5", (q, k, v), {"mask": pad}),
+                ("MASK-5", (sq, sk, sk), {"mask": with_causal, "is_causal": True}),
+                ("MASK-5", (q4, k4, v4), {"mask": per_head}),
+                ("MASK-5", (q4, k4, v4), {"mask": pad[:, None]})]
+    if fname == "attention_weights":  # the weights of SDPA-1's input, and of masked inputs like attention's above
         q, k = n((2, 3, 4)), n((2, 5, 4))
-        return [("SDPA-1", (q, k), {})]
+        visible = rng.random((2, 3, 5)) < 0.6
+        visible[..., 0] = True
+        pad = rng.random((2, 1, 5)) < 0.6
+        pad[..., 0] = True
+        q4, k4 = n((2, 2, 3, 4)), n((2, 2, 5, 4))
+        return [("SDPA-1", (q, k), {}),
+                ("MASK-1", (q, k), {"mask": visible}),
+                ("MASK-5", (q, k), {"mask": pad}),
+                ("MASK-5", (q4, k4), {"mask": pad[:, None]})]
     if fname == "layer_norm":
         return [("LN-1", (n((3, 8)) * 2.0 + 1.0, 1.0 + 0.5 * n(8), 0.5 * n(8)), {})]
     if fname == "multi_head_attention":
@@ -342,8 +364,10 @@ def lower_verdict(subject, fname: str) -> tuple[str, ...]:
                 outcome = _fails(subject, fname, args, kwargs)
             except OutOfScope:  # declared out of its scope: this input tells nothing
                 continue
-            except Exception:  # noqa: BLE001 - raising on valid input is failing the claim
+            except Exception as exc:  # noqa: BLE001 - raising on valid input is failing the claim
                 outcome = "failed"
+                raised = exc.__cause__ if exc.__cause__ is not None else exc  # the feedback's SpecFailure wraps it
+                _RAISES.setdefault(key, {}).setdefault(type(raised).__name__, []).append(claim)
             except BaseException as exc:  # not implemented / not applicable: nothing to carry forward
                 if isinstance(exc, (KeyboardInterrupt, SystemExit)):
                     raise
@@ -359,6 +383,32 @@ def lower_verdict(subject, fname: str) -> tuple[str, ...]:
     if _coarsest(steps):
         _REACHED[key] = _coarsest(steps)
     return _VERDICTS[key]
+
+
+# (implementation, dtype, function) -> {exception type name: the claims whose fixed inputs raised it}
+_RAISES: dict[tuple, dict[str, list[str]]] = {}
+# a function -> the lower function whose exception on valid input it may pass on (rule 1, for exceptions)
+RAISES_THROUGH = {"scaled_dot_product_attention": "scaled_dot_product_attention",
+                  "multi_head_attention": "scaled_dot_product_attention",
+                  "paged_attention": "scaled_dot_product_attention",
+                  "attention_weights": "attention_weights"}
+
+
+def raised_by_its_lower_function(subject, fname: str, exc: BaseException) -> str | None:
+    """fname raised `exc` on valid input: when the implementation's lower function (attention itself, for its
+    later keywords) raises the same kind of exception on the fixed inputs of claims it fails (a mask shape, say),
+    and the running test is not one of those claims, the reason it is not judged here (error carried forward:
+    the exception is charged to those claims); else None."""
+    lower = RAISES_THROUGH.get(fname)
+    if lower is None or not subject.has(lower) or scope_unrecorded():
+        return None
+    failed = lower_verdict(subject, lower)
+    claims = _RAISES.get((id(subject.impl), subject.dtype, lower), {}).get(type(exc).__name__, [])
+    if not claims or set(current().claims) & set(failed):
+        return None
+    named = ", ".join(dict.fromkeys(claims))
+    return (f"error carried forward: your {lower} raises {type(exc).__name__} on valid input of {named} too (the "
+            f"suite's fixed inputs), which is charged there; this {fname} call raised {type(exc).__name__}: {exc}")
 
 
 def reached(subject, fname: str) -> str | None:
@@ -414,7 +464,7 @@ def judge_composite(subject, oracle_fn, r_args, r_kwargs, carry, failure, compar
     whose = _whose(subject, failing)
     with contextlib.suppress(SpecFailure):
         compare(expected, f"against the reference built on {whose}")
-        _note_carried(whose)
+        note_carried(whose)
         return
     raise failure
 
@@ -670,7 +720,7 @@ def judge(subject, fname: str, args, kwargs, n: int, seen, failure, compare) -> 
                 with contextlib.suppress(SpecFailure):
                     compare(s, carried, bound,
                             f"{fname}(...) against the reference built on {whose}")
-                    _note_carried(whose)
+                    note_carried(whose)
                     return
 
     # 3. error carried forward from the function's own formula to its masked calls
@@ -728,7 +778,7 @@ def judge_feature_carried(subject, fname: str, args, kwargs, failure, compare) -
     with contextlib.suppress(SpecFailure):
         compare(seen, built, tolerance.carried_bound(at, oracle_fn, r_args, r_kwargs, expected, built, fname),
                 f"{fname}(...) against the reference built on {whose}")
-        _note_carried(whose)
+        note_carried(whose)
         return
     raise failure
 

@@ -117,6 +117,11 @@ def unrecorded():
         _UNRECORDED.reset(token)
 
 
+def recording_off() -> bool:
+    """Inside unrecorded(): a call the harness makes for itself."""
+    return _UNRECORDED.get()
+
+
 def declared(nodeid: str, exc: OutOfScope):
     """The implementation raised OutOfScope in test `nodeid`: reject the example, or end the test."""
     import pytest
