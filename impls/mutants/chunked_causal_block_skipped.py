@@ -40,8 +40,10 @@ def _tile(q, k, v, scale, visible, i0, i1, offset, is_causal):
 
 
 def scaled_dot_product_attention(q, k, v, mask=None, is_causal=False, scale=None, bias=None, window_size=None,
-                                 q_segment_ids=None, kv_segment_ids=None, softcap=None, sinks=None, return_lse=False):
-    if any(x is not None for x in (bias, window_size, q_segment_ids, kv_segment_ids, softcap, sinks)) or return_lse:
+                                 q_segment_ids=None, kv_segment_ids=None, softcap=None, sinks=None, return_lse=False,
+                                 dropout_p=0.0, generator=None):
+    if any(x is not None for x in (bias, window_size, q_segment_ids, kv_segment_ids, softcap, sinks)) or return_lse \
+            or dropout_p:
         raise NotImplementedError("the chunked kernel takes mask, is_causal and scale only")
     q, k, v = np.asarray(q), np.asarray(k), np.asarray(v)
     _check_qk(q, k)

@@ -14,12 +14,16 @@ BUG = ("casting float64 inputs down to float32 for the computation and back to f
 CAUGHT_BY = "PREC-3"
 
 
-def scaled_dot_product_attention(q, k, v, mask=None, is_causal=False, scale=None, bias=None):
+def scaled_dot_product_attention(q, k, v, mask=None, is_causal=False, scale=None, bias=None, window_size=None,
+                                 q_segment_ids=None, kv_segment_ids=None, softcap=None, sinks=None, return_lse=False,
+                                 dropout_p=0.0, generator=None):
     q, k, v = np.asarray(q), np.asarray(k), np.asarray(v)
-    out = _base.scaled_dot_product_attention(
+    result = _base.scaled_dot_product_attention(
         q.astype(np.float32), k.astype(np.float32), v.astype(np.float32),   # BUG
-        mask, is_causal, scale, None if bias is None else np.asarray(bias).astype(np.float32))
-    return out.astype(np.result_type(q, k, v))
+        mask, is_causal, scale, None if bias is None else np.asarray(bias).astype(np.float32),
+        window_size, q_segment_ids, kv_segment_ids, softcap, sinks, return_lse, dropout_p, generator)
+    dtype = np.result_type(q, k, v)
+    return (result[0].astype(dtype), result[1].astype(dtype)) if return_lse else result.astype(dtype)
 
 
 _base.rewire(globals())

@@ -10,10 +10,13 @@ BUG = "not checking that k and v have the same length, and silently truncating b
 CAUGHT_BY = "ERR-1"
 
 
-def scaled_dot_product_attention(q, k, v, mask=None, is_causal=False, scale=None, bias=None):
+def scaled_dot_product_attention(q, k, v, mask=None, is_causal=False, scale=None, bias=None, window_size=None,
+                                 q_segment_ids=None, kv_segment_ids=None, softcap=None, sinks=None, return_lse=False,
+                                 dropout_p=0.0, generator=None):
     n = min(k.shape[-2], v.shape[-2])   # BUG: no ValueError
     return _base.scaled_dot_product_attention(q, k[..., :n, :], v[..., :n, :], mask, is_causal, scale,
-                                              None if bias is None else np.asarray(bias)[..., :n])
+                                              None if bias is None else np.asarray(bias)[..., :n],
+        window_size, q_segment_ids, kv_segment_ids, softcap, sinks, return_lse, dropout_p, generator)
 
 
 _base.rewire(globals())

@@ -17,11 +17,12 @@ ALSO_CAUGHT_BY = ("LSE-2",)  # merging by a wrong lse weighs the two halves wron
 
 
 def scaled_dot_product_attention(q, k, v, mask=None, is_causal=False, scale=None, bias=None, window_size=None,
-                                 q_segment_ids=None, kv_segment_ids=None, softcap=None, sinks=None, return_lse=False):
+                                 q_segment_ids=None, kv_segment_ids=None, softcap=None, sinks=None, return_lse=False,
+                                 dropout_p=0.0, generator=None):
     q, k, v = np.asarray(q), np.asarray(k), np.asarray(v)
     _check_lengths(k, v)
     out = attention_weights(q, k, mask, is_causal, scale, bias, window_size, q_segment_ids, kv_segment_ids,
-                            softcap, sinks) @ v
+                            softcap, sinks, dropout_p, generator) @ v
     if not return_lse:
         return out
     scores, visible, sink = _attention_parts(q, k, mask, is_causal, 1.0, bias, window_size,   # BUG: scale 1

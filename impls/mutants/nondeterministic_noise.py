@@ -15,10 +15,15 @@ CAUGHT_BY = "ERR-2"
 ALSO_CAUGHT_BY = ("VAR-1",)   # two calls on the same input differ
 
 
-def scaled_dot_product_attention(q, k, v, mask=None, is_causal=False, scale=None, bias=None):
-    out = _base.scaled_dot_product_attention(q, k, v, mask, is_causal, scale, bias)
+def scaled_dot_product_attention(q, k, v, mask=None, is_causal=False, scale=None, bias=None, window_size=None,
+                                 q_segment_ids=None, kv_segment_ids=None, softcap=None, sinks=None, return_lse=False,
+                                 dropout_p=0.0, generator=None):
+    result = _base.scaled_dot_product_attention(q, k, v, mask, is_causal, scale, bias,
+        window_size, q_segment_ids, kv_segment_ids, softcap, sinks, return_lse, dropout_p, generator)
+    out = result[0] if return_lse else result
     noise = np.random.default_rng().standard_normal(out.shape)   # BUG: unseeded noise
-    return (out * (1 + 1e-12 * noise)).astype(out.dtype)
+    out = (out * (1 + 1e-12 * noise)).astype(out.dtype)
+    return (out, result[1]) if return_lse else out
 
 
 _base.rewire(globals())

@@ -17,17 +17,18 @@ CAUGHT_BY = "SOFT-2"
 
 
 def scaled_dot_product_attention(q, k, v, mask=None, is_causal=False, scale=None, bias=None, window_size=None,
-                                 q_segment_ids=None, kv_segment_ids=None, softcap=None, sinks=None):
+                                 q_segment_ids=None, kv_segment_ids=None, softcap=None, sinks=None, return_lse=False,
+                                 dropout_p=0.0, generator=None):
+    result = _base.scaled_dot_product_attention(q, k, v, mask, is_causal, scale, bias, window_size, q_segment_ids,
+                                                kv_segment_ids, softcap, sinks, return_lse, dropout_p, generator)
+    if sinks is None:
+        return result
     q, k, v = np.asarray(q), np.asarray(k), np.asarray(v)
-    _check_qk(q, k)
-    _check_lengths(k, v)
     p = attention_weights(q, k, mask, is_causal, scale, bias, window_size, q_segment_ids, kv_segment_ids,
                           softcap, sinks)
-    out = p @ v
-    if sinks is None:
-        return out
     share = 1.0 - p.sum(axis=-1, keepdims=True)   # the sink's weight
-    return out + share * v[..., :1, :]   # BUG: the sink should carry no value
+    out = (result[0] if return_lse else result) + share * v[..., :1, :]   # BUG: the sink should carry no value
+    return (out, result[1]) if return_lse else out
 
 
 _base.rewire(globals())

@@ -17,7 +17,7 @@ CAUGHT_BY = "SOFT-1"
 
 
 def attention_weights(q, k, mask=None, is_causal=False, scale=None, bias=None, window_size=None,
-                      q_segment_ids=None, kv_segment_ids=None, softcap=None, sinks=None):
+                      q_segment_ids=None, kv_segment_ids=None, softcap=None, sinks=None, dropout_p=0.0, generator=None):
     q, k = np.asarray(q), np.asarray(k)
     _check_qk(q, k)
     L_q, d_k = q.shape[-2:]
@@ -32,8 +32,10 @@ def attention_weights(q, k, mask=None, is_causal=False, scale=None, bias=None, w
         scores = cap * np.tanh(masked / cap)   # BUG: -inf becomes -cap, a finite score
         visible = np.ones(shape, dtype=bool)
     if sinks is not None:
-        return _masked_softmax_with_sink(scores, visible, _sink_column(sinks, shape, scores.dtype))
-    return _masked_softmax(scores, visible)
+        p = _masked_softmax_with_sink(scores, visible, _sink_column(sinks, shape, scores.dtype))
+    else:
+        p = _masked_softmax(scores, visible)
+    return _base._dropout(p, dropout_p, generator)
 
 
 _base.rewire(globals())

@@ -17,12 +17,12 @@ _correct_weights = _base.attention_weights
 
 
 def attention_weights(q, k, mask=None, is_causal=False, scale=None, bias=None, window_size=None,
-                      q_segment_ids=None, kv_segment_ids=None, softcap=None, sinks=None):
+                      q_segment_ids=None, kv_segment_ids=None, softcap=None, sinks=None, dropout_p=0.0, generator=None):
     p = _correct_weights(q, k, mask, is_causal, scale, bias, window_size, q_segment_ids, kv_segment_ids, None, sinks)
-    if softcap is None:
-        return p
-    cap = float(softcap)
-    return cap * np.tanh(p / cap)   # BUG: the weights are capped, not the scores
+    if softcap is not None:
+        cap = float(softcap)
+        p = cap * np.tanh(p / cap)   # BUG: the weights are capped, not the scores
+    return _base._dropout(p, dropout_p, generator)
 
 
 _base.rewire(globals())
