@@ -430,14 +430,17 @@ def test_a_left_padded_batch_equals_each_sequence_alone(impl, case, noise):
     keep = np.arange(T) >= T - lens[:, None]  # (B, T): the last n_b slots hold sequence b
     args, keywords = (q, reference.repeat_kv_heads(k_left, H), reference.repeat_kv_heads(v_left, H)), \
         {"mask": keep[:, None, None, :], "is_causal": True}
-    if carried.failing_own_claims(impl, SDPA):  # its masks are judged by their own claims (MASK-5's AND of a mask
-        # and is_causal among them): the relation alone here, the left padding and the causal mask as one mask
-        both = keep[:, None, None, :] & reference.causal_mask(q.shape[-2], T)  # (B, 1, L_q, T)
-        batch = impl.scaled_dot_product_attention(*args, mask=both)
+    L_q = q.shape[-2]
+    explicit = bool(carried.failing_own_claims(impl, SDPA))  # its masks (MASK-5's AND of a mask and is_causal, MASK-3's
+    if explicit:  # alignment) are judged by their own claims: the relation alone here, each causal mask explicit
+        batch = impl.scaled_dot_product_attention(*args, mask=keep[:, None, None, :] & reference.causal_mask(L_q, T))
     else:
         batch = check.oracle(impl, SDPA, *args, **keywords)
     for b, n in enumerate(lens.tolist()):
         if n:
-            alone = impl.scaled_dot_product_attention(*_alone(q[b], k[b], v[b], n), is_causal=True)
-            check.close(impl, batch[b], alone, f"sequence {b} left-padded to {T} (seq_lens {lens.tolist()}) equals "
-                        f"its {n} tokens alone", size=tolerance.attention_output_size(v))
+            causal = {"mask": reference.causal_mask(L_q, n)} if explicit else {"is_causal": True}
+            alone = impl.scaled_dot_product_attention(*_alone(q[b], k[b], v[b], n), **causal)
+            live = slice(max(L_q - n, 0), None)  # queries that see a key (a dead row's 0 is MASK-4's)
+            check.close(impl, batch[b][..., live, :], alone[..., live, :], f"sequence {b} left-padded to {T} "
+                        f"(seq_lens {lens.tolist()}) equals its {n} tokens alone on the queries that see a key",
+                        size=tolerance.attention_output_size(v))
