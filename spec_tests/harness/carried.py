@@ -396,15 +396,17 @@ RAISES_THROUGH = {"scaled_dot_product_attention": "scaled_dot_product_attention"
 
 def raised_by_its_lower_function(subject, fname: str, exc: BaseException) -> str | None:
     """fname raised `exc` on valid input: when the implementation's lower function (attention itself, for its
-    later keywords) raises the same kind of exception on the fixed inputs of claims it fails (a mask shape, say),
-    and the running test is not one of those claims, the reason it is not judged here (error carried forward:
-    the exception is charged to those claims); else None."""
+    later keywords) holds its plain fixed input but raises the same kind of exception on the fixed inputs of claims
+    it fails (a mask shape, say), and the running test is not one of those claims, the reason it is not judged here
+    (error carried forward: the exception is charged to those claims); else None. A lower function that fails its
+    plain input (raising on everything, say) leaves nothing to carry: the test fails as it would."""
     lower = RAISES_THROUGH.get(fname)
     if lower is None or not subject.has(lower) or scope_unrecorded():
         return None
     failed = lower_verdict(subject, lower)
     claims = _RAISES.get((id(subject.impl), subject.dtype, lower), {}).get(type(exc).__name__, [])
-    if not claims or set(current().claims) & set(failed):
+    plain = _battery(lower)[0][0]  # its first fixed input has no keyword: a function failing it carries nothing
+    if not claims or plain in failed or set(current().claims) & set(failed):
         return None
     named = ", ".join(dict.fromkeys(claims))
     return (f"error carried forward: your {lower} raises {type(exc).__name__} on valid input of {named} too (the "
