@@ -519,11 +519,15 @@ def _moments(x):
     return mean, var
 
 
-def layer_norm(x, gamma, beta, eps=1e-5):
+def _layer_norm_inputs(x, gamma, beta):
+    """x (..., D) as an array, gamma and beta checked as (D,) of x's dtype: LayerNorm's valid input."""
     x = np.asarray(x)
     _require_ndim("x", x, 1)
-    gamma = _check_affine("gamma", gamma, x.shape[-1], x.dtype)
-    beta = _check_affine("beta", beta, x.shape[-1], x.dtype)
+    return x, _check_affine("gamma", gamma, x.shape[-1], x.dtype), _check_affine("beta", beta, x.shape[-1], x.dtype)
+
+
+def layer_norm(x, gamma, beta, eps=1e-5):
+    x, gamma, beta = _layer_norm_inputs(x, gamma, beta)
     mean, var = _moments(x)
     return gamma * (x - mean) / np.sqrt(var + float(eps)) + beta
 

@@ -7,17 +7,14 @@ import numpy as np
 
 from impls.mutants import _base
 from impls.mutants._base import *  # noqa: F401,F403
-from impls.mutants._base import _check_affine, _moments, _require_ndim
+from impls.mutants._base import _layer_norm_inputs, _moments
 
 BUG = "swapping gamma and beta: beta * x_hat + gamma instead of gamma * x_hat + beta"
 CAUGHT_BY = "LN-3"
 
 
 def layer_norm(x, gamma, beta, eps=1e-5):
-    x = np.asarray(x)
-    _require_ndim("x", x, 1)
-    gamma = _check_affine("gamma", gamma, x.shape[-1], x.dtype)
-    beta = _check_affine("beta", beta, x.shape[-1], x.dtype)
+    x, gamma, beta = _layer_norm_inputs(x, gamma, beta)
     mean, var = _moments(x)
     return beta * (x - mean) / np.sqrt(var + float(eps)) + gamma   # BUG: gamma and beta swapped
 

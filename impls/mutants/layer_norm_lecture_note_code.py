@@ -7,7 +7,7 @@ import numpy as np
 
 from impls.mutants import _base
 from impls.mutants._base import *  # noqa: F401,F403
-from impls.mutants._base import _check_affine, _require_ndim
+from impls.mutants._base import _layer_norm_inputs
 
 BUG = ("normalising by x.std(ddof=1) + eps, the unbiased standard deviation with eps outside "
        "the square root (lecture note 2's code), instead of sqrt(biased variance + eps)")
@@ -15,10 +15,7 @@ CAUGHT_BY = "LN-6"
 
 
 def layer_norm(x, gamma, beta, eps=1e-5):
-    x = np.asarray(x)
-    _require_ndim("x", x, 1)
-    gamma = _check_affine("gamma", gamma, x.shape[-1], x.dtype)
-    beta = _check_affine("beta", beta, x.shape[-1], x.dtype)
+    x, gamma, beta = _layer_norm_inputs(x, gamma, beta)
     mean = x.mean(axis=-1, keepdims=True)
     std = x.std(axis=-1, ddof=1, keepdims=True)   # BUG: unbiased, and eps added below
     return gamma * (x - mean) / (std + float(eps)) + beta

@@ -9,7 +9,7 @@ import numpy as np
 
 from impls.mutants import _base
 from impls.mutants._base import *  # noqa: F401,F403
-from impls.mutants._base import _check_affine, _require_ndim
+from impls.mutants._base import _layer_norm_inputs
 
 BUG = ("normalising by the unbiased variance, divided by D - 1 (torch.var's default), instead of the biased "
        "variance divided by D, with eps inside the square root")
@@ -17,10 +17,7 @@ CAUGHT_BY = "LN-1"
 
 
 def layer_norm(x, gamma, beta, eps=1e-5):
-    x = np.asarray(x)
-    _require_ndim("x", x, 1)
-    gamma = _check_affine("gamma", gamma, x.shape[-1], x.dtype)
-    beta = _check_affine("beta", beta, x.shape[-1], x.dtype)
+    x, gamma, beta = _layer_norm_inputs(x, gamma, beta)
     mean = x.mean(axis=-1, keepdims=True)
     var = x.var(axis=-1, ddof=1, keepdims=True)   # BUG: ddof=1 divides by D - 1
     return gamma * (x - mean) / np.sqrt(var + eps) + beta

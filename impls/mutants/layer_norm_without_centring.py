@@ -7,7 +7,7 @@ import numpy as np
 
 from impls.mutants import _base
 from impls.mutants._base import *  # noqa: F401,F403
-from impls.mutants._base import _check_affine, _require_ndim
+from impls.mutants._base import _layer_norm_inputs
 
 BUG = "normalising by the root mean square without subtracting the mean (RMSNorm instead of LayerNorm)"
 CAUGHT_BY = "LN-2"
@@ -15,10 +15,7 @@ ALSO_CAUGHT_BY = ("LN-5",)   # LN(x + c) != LN(x) without centring
 
 
 def layer_norm(x, gamma, beta, eps=1e-5):
-    x = np.asarray(x)
-    _require_ndim("x", x, 1)
-    gamma = _check_affine("gamma", gamma, x.shape[-1], x.dtype)
-    beta = _check_affine("beta", beta, x.shape[-1], x.dtype)
+    x, gamma, beta = _layer_norm_inputs(x, gamma, beta)
     ms = (x * x).mean(axis=-1, keepdims=True)   # BUG: no mean subtracted
     return gamma * x / np.sqrt(ms + float(eps)) + beta
 
