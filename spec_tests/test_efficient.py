@@ -345,18 +345,26 @@ def _paged_equals_its_own_attention(impl, q, k, v, lens, S, placement, is_causal
     except SpecFailure:
         if not carried.failing_own_claims(impl, SDPA):
             raise
+        if is_causal and carried.masking_charged(impl):  # its causal masking is the masks chapter's: passed as an
+            try:  # explicit mask, as a paged kernel may build it, is its own attention too
+                _each_sequence_alone(impl, out, q, k, v, lens, S, pool, is_causal, explicit=True)
+                return
+            except SpecFailure:
+                pass
         rows = carried.row_by_row(impl, PAGED, (q, *pool, lens), {"is_causal": is_causal})
         check.close(impl, out, rows, f"the cache read through the block table ({_table(lens, S, pool)}, "
                     f"is_causal={is_causal}) equals your attention without a mask, one query row at a time on the "
                     "tokens it sees", size=tolerance.attention_output_size(v))
 
 
-def _each_sequence_alone(impl, out, q, k, v, lens, S, pool, is_causal):
+def _each_sequence_alone(impl, out, q, k, v, lens, S, pool, is_causal, explicit=False):
+    """explicit: the causal mask passed as mask= (bottom-right) instead of is_causal."""
     for b, n in enumerate(lens.tolist()):
         if n == 0:
             check.exactly(impl, out[b], np.zeros_like(out[b]), f"sequence {b} has no cached token: it outputs exactly 0")
             continue
-        alone = impl.scaled_dot_product_attention(*_alone(q[b], k[b], v[b], n), is_causal=is_causal)
+        causal = {"mask": reference.causal_mask(q.shape[-2], n)} if explicit and is_causal else {"is_causal": is_causal}
+        alone = impl.scaled_dot_product_attention(*_alone(q[b], k[b], v[b], n), **causal)
         check.close(impl, out[b], alone, f"sequence {b} read through the block table ({_table(lens, S, pool)}) "
                     f"equals attention over its {n} tokens stored contiguously", size=tolerance.attention_output_size(v))
 
@@ -393,6 +401,11 @@ def test_decoding_equals_the_rows_of_a_causal_prefill(impl, case, placement):
     q, k, v, lens, S = case
     k_cache, v_cache, table = _paged(k, v, lens, S, placement)
     L_q = q.shape[2]
+    if carried.masking_charged(impl):  # its causal masking fails the masks chapter (charged there): prefill and
+        check.oracle(impl, PAGED, q, k_cache, v_cache, table, lens, is_causal=True)  # each decode step are judged
+        for i in range(L_q):  # on its own rows (carried.py, rule 4)
+            check.oracle(impl, PAGED, q[:, :, i:i + 1], k_cache, v_cache, table, lens - (L_q - 1 - i), is_causal=True)
+        return
     prefill = impl.paged_attention(q, k_cache, v_cache, table, lens, is_causal=True)
     for i in range(L_q):
         then = lens - (L_q - 1 - i)
@@ -431,6 +444,9 @@ def test_a_left_padded_batch_equals_each_sequence_alone(impl, case, noise):
     args, keywords = (q, reference.repeat_kv_heads(k_left, H), reference.repeat_kv_heads(v_left, H)), \
         {"mask": keep[:, None, None, :], "is_causal": True}
     L_q = q.shape[-2]
+    if carried.masking_charged(impl):  # its masking fails the masks chapter (charged there): the left-padded call is
+        check.oracle(impl, SDPA, *args, **keywords)  # judged on its own rows (carried.py, rule 4)
+        return
     explicit = bool(carried.failing_own_claims(impl, SDPA))  # its masks (MASK-5's AND of a mask and is_causal, MASK-3's
     if explicit:  # alignment) are judged by their own claims: the relation alone here, each causal mask explicit
         batch = impl.scaled_dot_product_attention(*args, mask=keep[:, None, None, :] & reference.causal_mask(L_q, T))

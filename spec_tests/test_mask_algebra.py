@@ -73,6 +73,9 @@ def test_weights_outside_the_window_are_exactly_zero_and_inside_positive(impl, c
     """attention_weights puts exactly 0 outside the window and a positive weight on every key inside it."""
     q, k, _, window = case
     L_q, L_k = q.shape[-2], k.shape[-2]
+    if carried.masking_charged(impl, "attention_weights"):  # exact zeros are its masking's (charged to the masks
+        check.oracle(impl, "attention_weights", q, k, window_size=window)  # chapter): the keys the window picks are
+        return  # judged by its own masking (carried.py, rule 4)
     p = impl.attention_weights(q, k, window_size=window)
     inside = np.broadcast_to(window_mask(L_q, L_k, window), p.shape)
     check.exactly(impl, np.where(inside, 0.0, p), np.zeros_like(p),
@@ -113,6 +116,9 @@ def _attention_then_relation(impl, *args, **keywords):
 def test_packed_documents_equal_each_document_alone(impl, row):
     """A row of packed documents with segment ids equals running each document on its own (is_causal too)."""
     q, k, v, lengths, seg, causal = row
+    if carried.masking_charged(impl):  # its masking fails the masks chapter (charged there): the keys the documents
+        check.oracle(impl, SDPA, q, k, v, is_causal=causal, q_segment_ids=seg, kv_segment_ids=seg)  # pick are judged
+        return  # by its own masking (carried.py, rule 4)
     out = _attention_then_relation(impl, q, k, v, is_causal=causal, q_segment_ids=seg, kv_segment_ids=seg)
     start = 0
     for n in lengths:
@@ -129,6 +135,9 @@ def test_packed_documents_equal_each_document_alone(impl, row):
 def test_weights_across_documents_are_exactly_zero(impl, row):
     """No query puts any weight on another document's keys, not even the first key of the next one."""
     q, k, _, lengths, seg, causal = row
+    if carried.masking_charged(impl, "attention_weights"):  # exact zeros are its masking's (charged to the masks
+        check.oracle(impl, "attention_weights", q, k, is_causal=causal, q_segment_ids=seg, kv_segment_ids=seg)
+        return  # chapter): the keys the documents pick are judged by its own masking (carried.py, rule 4)
     p = impl.attention_weights(q, k, is_causal=causal, q_segment_ids=seg, kv_segment_ids=seg)
     other = np.broadcast_to(~document_mask(seg, seg), p.shape)
     check.exactly(impl, np.where(other, p, 0.0), np.zeros_like(p),

@@ -8,7 +8,7 @@ self-attention cannot see order at all (lecture note 1 §2 feeds it X "with posi
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 import reference
@@ -54,6 +54,9 @@ def test_causal_prefix_equals_the_prefix_alone(impl, seed, L, n, bias):
     n = min(n, L - 1)
     w = mha_weights(seed, D, bias)
     x = normal(seed, (2, L, D))
+    if carried.masking_charged(impl):  # its causal masking fails the masks chapter, charged there: the reference
+        check.oracle(impl, MHA, x, x, x, w, H, is_causal=True)  # built on its attention judges the causal call
+        return
     full = impl.multi_head_attention(x, x, x, w, H, is_causal=True)
     prefix = impl.multi_head_attention(x[:, :n], x[:, :n], x[:, :n], w, H, is_causal=True)
     check.close(impl, full[:, :n], prefix, f"causal outputs 0..{n - 1} of a length-{L} sequence equal those of its "
@@ -64,17 +67,23 @@ def test_causal_prefix_equals_the_prefix_alone(impl, seed, L, n, bias):
 @claim("VAR-3")
 @given(seed=SEEDS, lengths=st.lists(st.integers(1, 9), min_size=1, max_size=4), causal=st.booleans(),
        extra=st.integers(0, 3))
+@example(seed=5, lengths=[2, 5, 4], causal=False, extra=0)  # the longest sequence fills the padded length
+@example(seed=6, lengths=[6, 3], causal=True, extra=0)
 def test_padded_batch_equals_each_sequence_alone(impl, seed, lengths, causal, extra):
     """A batch padded to a common length with a padding mask gives, at real positions, each sequence's own result."""
     L = max(lengths) + extra
     w = mha_weights(seed, D, True)
     seqs = [normal(seed + 1 + b, (n, D)) for b, n in enumerate(lengths)]
-    batch = 100.0 * normal(seed, (len(lengths), L, D))  # pad positions hold large garbage
+    carry = carried.failing_own_claims(impl, SDPA) or carried.masking_charged(impl, MHA, alone=True)  # its masking
+    # (of attention, or of multi-head attention on a padding mask) fails the masks chapter's claims, charged there:
+    # the reference built on it judges the padded batch, whose pads then hold plain noise (large garbage let through
+    # is the masks chapter's; in float32 it would also swamp the comparison with the composition)
+    batch = (1.0 if carry else 100.0) * normal(seed, (len(lengths), L, D))  # pad positions hold large garbage
     for b, s in enumerate(seqs):
         batch[b, : len(s)] = s
     mask = reference.padding_mask(lengths, L)  # (B, 1, 1, L)
-    if carried.failing_own_claims(impl, SDPA):  # its masking fails the masks chapter's claims, charged there: the
-        check.oracle(impl, MHA, batch, batch, batch, w, H, mask=mask, is_causal=causal)  # reference built on it
+    if carry:
+        check.oracle(impl, MHA, batch, batch, batch, w, H, mask=mask, is_causal=causal)
         return
     out = impl.multi_head_attention(batch, batch, batch, w, H, mask=mask, is_causal=causal)
     for b, s in enumerate(seqs):

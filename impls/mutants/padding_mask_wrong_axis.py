@@ -12,7 +12,7 @@ from impls.mutants._base import *  # noqa: F401,F403
 BUG = ("broadcasting a padding mask over the wrong axis: treating the mask as (..., L_k, L_q), "
        "so (B, 1, 1, L_k) hides query rows instead of key columns")
 CAUGHT_BY = "MASK-5"
-ALSO_CAUGHT_BY = ("VAR-3",)   # a padded batch no longer equals each sequence alone
+ALSO_CAUGHT_BY = ()   # a padded batch (VAR-3) is judged on its own attention: the bug is MASK-5's alone
 
 
 def _broadcast_mask(mask, shape):

@@ -154,8 +154,11 @@ def _battery(fname: str):
         pad = rng.random((2, 1, 5)) < 0.6
         pad[..., 0] = True
         q4, k4 = n((2, 2, 3, 4)), n((2, 2, 5, 4))
+        dead = visible.copy()
+        dead[1, 1] = False
         return [("SDPA-1", (q, k), {}),
                 ("MASK-1", (q, k), {"mask": visible}),
+                ("MASK-4", (q, k), {"mask": dead}),
                 ("MASK-5", (q, k), {"mask": pad}),
                 ("MASK-5", (q4, k4), {"mask": pad[:, None]})]
     if fname == "layer_norm":
@@ -165,9 +168,18 @@ def _battery(fname: str):
 
         x, kv = n((2, 3, 4)), n((2, 5, 4))
         x8, kv8 = n((2, 6, 8)), n((2, 9, 8))
-        # with biases, and without (a module whose projections have none declares biases out of its scope)
+        # with biases, and without (a module whose projections have none declares biases out of its scope); causal
+        # self-attention, whose masking is the masks chapter's (a block built on it carries that bug forward); a
+        # padding mask that differs between the batch's sequences, and a mask per head (MASK-5 at the multi-head level)
+        pad = rng.random((2, 1, 1, 6)) < 0.6
+        pad[..., 0], pad[0, ..., 1:] = True, True
+        per_head = rng.random((2, 2, 6, 6)) < 0.6
+        per_head[..., 0] = True
         return [("MHA-5", (x, kv, kv, mha_weights(7, 4, True), 2), {}),
-                ("MHA-5", (x8, kv8, kv8, mha_weights(9, 8, False), 2), {})]
+                ("MHA-5", (x8, kv8, kv8, mha_weights(9, 8, False), 2), {}),
+                ("MASK-2", (x8, x8, x8, mha_weights(9, 8, False), 2), {"is_causal": True}),
+                ("MASK-5", (x8, x8, x8, mha_weights(9, 8, False), 2), {"mask": pad}),
+                ("MASK-5", (x8, x8, x8, mha_weights(9, 8, False), 2), {"mask": per_head})]
     if fname == "rotary_embedding":  # near positions: float64's allowance grows with the largest angle
         return [("PE-4", (n((2, 6, 8)), np.arange(6)), {})]
     if fname == "split_heads":
@@ -552,11 +564,14 @@ OWN_CLAIM = {"scaled_dot_product_attention": ("scaled_dot_product_attention", "S
              "multi_head_attention": ("multi_head_attention", "MHA-5"),
              "paged_attention": ("scaled_dot_product_attention", "SDPA-1")}
 ROW_KEYWORDS = ("mask", "is_causal", "scale", "num_kv_heads", "window_size", "q_segment_ids", "kv_segment_ids",
-                "bias")  # a bias is passed on, cut to the row and its keys (its bugs are PE-5's)
+                "bias", "softcap", "sinks", "return_lse")  # a bias is passed on, cut to the row and its keys (its
+# bugs are PE-5's); a cap acts on each score alone and a head's sink joins each of its rows: both are passed on as given
+PLAIN_KEYWORDS = ("scale", "num_kv_heads", "softcap", "return_lse")  # passed to each row's call as they are
 
 
 def _visible(fname, args, kwargs):
-    """(lead shape, visible keys (lead + (L_q, L_k)) bool) of an attention call, or None when its heads differ."""
+    """(lead shape, visible keys (lead + (L_q, L_k)) bool) of an attention call; for multi-head attention, ((B,),
+    (B, H, L_q, L_k))."""
     from reference.mask_algebra import visible_keys
 
     f = lambda x: np.asarray(x)  # noqa: E731
@@ -564,6 +579,8 @@ def _visible(fname, args, kwargs):
     allowed = np.asarray(visible_keys(kwargs.get("mask"), bool(kwargs.get("is_causal", False)), L_q, L_k,
                                       kwargs.get("window_size"), kwargs.get("q_segment_ids"),
                                       kwargs.get("kv_segment_ids")), dtype=bool)
+    if kwargs.get("bias") is not None:  # a -inf bias hides its key as mask=False does (the contract)
+        allowed = allowed & (np.asarray(kwargs["bias"], dtype=np.float64) != -np.inf)
     if fname == "multi_head_attention":
         shape = np.broadcast_shapes((f(args[0]).shape[0], int(args[4])), allowed.shape[:-2]) + (L_q, L_k)
     else:
@@ -572,58 +589,109 @@ def _visible(fname, args, kwargs):
             leads.append(f(kwargs["bias"]).shape[:-2])
         shape = np.broadcast_shapes(*leads, allowed.shape[:-2]) + (L_q, L_k)
     visible = np.broadcast_to(allowed, shape)
-    if fname == "multi_head_attention":
-        if not (visible == visible[:, :1]).all():
-            return None
-        visible = visible[:, 0]
+    if fname == "multi_head_attention":  # (B, H, L_q, L_k): whether heads differ is row_by_row's to decide
+        return visible.shape[:1], visible
     return visible.shape[:-2], visible
 
 
 def _row(subject, fname, args, kwargs, lead, index, i, keys):
     """Row i (at leading index `index` of the call's leading dims `lead`) of fname's plain call on the keys
-    `keys` that row sees."""
-    plain = {k: kwargs[k] for k in ("scale", "num_kv_heads") if k in kwargs}
+    `keys` that row sees: the call keeps every leading dim, each of size 1; (output row, its lse) with return_lse."""
+    plain = {k: kwargs[k] for k in PLAIN_KEYWORDS if kwargs.get(k) is not None and k in kwargs}
     if fname == "multi_head_attention":
         b = index[0]
         query, key, value = (np.asarray(a)[b:b + 1] for a in args[:3])
         return np.asarray(subject.call(fname, query[:, i:i + 1], key[:, keys], value[:, keys], *args[3:5],
                                        **plain), dtype=np.float64)[0, 0]
+    at = tuple(slice(j, j + 1) for j in index)  # this leading index, each dim kept (size 1)
     n = 3 if fname == "scaled_dot_product_attention" else 2
-    q, k, *v = (np.broadcast_to(np.asarray(a), lead + np.shape(a)[-2:])[index] for a in args[:n])
+    q, k, *v = (np.broadcast_to(np.asarray(a), lead + np.shape(a)[-2:])[at] for a in args[:n])
     if kwargs.get("bias") is not None:  # an additive bias goes with the scores it is added to: its row, those keys
         L_q, L_k = q.shape[-2], k.shape[-2]
-        plain["bias"] = np.broadcast_to(np.asarray(kwargs["bias"]), lead + (L_q, L_k))[index][i:i + 1][:, keys]
+        plain["bias"] = np.broadcast_to(np.asarray(kwargs["bias"]), lead + (L_q, L_k))[at][..., i:i + 1, keys]
+    if kwargs.get("sinks") is not None:  # this row's head's sink, as (1,) * len(lead)
+        plain["sinks"] = np.broadcast_to(np.asarray(kwargs["sinks"]), lead)[at]
+    q, k = q[..., i:i + 1, :], k[..., keys, :]
+    flat = lambda x: np.asarray(x, dtype=np.float64).reshape(np.shape(x)[-1:] if np.ndim(x) else ())  # noqa: E731
     if fname == "attention_weights":
-        row = np.zeros(k.shape[-2])
-        row[keys] = np.asarray(subject.call(fname, q[i:i + 1], k[keys], **plain), dtype=np.float64)[0]
-        return row
-    return np.asarray(subject.call(fname, q[i:i + 1], k[keys], v[0][keys], **plain), dtype=np.float64)[0]
+        row = np.zeros(k.shape[:-2] + (1, np.shape(args[1])[-2]))
+        row[..., keys] = np.asarray(subject.call(fname, q, k, **plain), dtype=np.float64)
+        return flat(row)
+    got = subject.call(fname, q, k, v[0][..., keys, :], **plain)
+    if isinstance(got, tuple):  # return_lse: (output (..., 1, d_v), lse (..., 1))
+        return flat(got[0]), float(np.asarray(got[1], dtype=np.float64).reshape(-1)[0])
+    return flat(got)
 
 
-def row_by_row(subject, fname, args, kwargs):
+def row_by_row(subject, fname, args, kwargs, dead_lse=None):
     """fname(*args, **kwargs) built from the implementation's own plain calls, one query row at a time on the keys
     it sees (see above); None where that does not apply (other keywords, heads that see different keys, a dead
-    row of multi-head attention). Calls made here are kept out of the failure history."""
+    row of multi-head attention). With return_lse, (output, lse); a dead row's lse is taken from `dead_lse` (the
+    reference's, (..., L_q)), as a row that sees no key has no plain call. Calls made here are kept out of the
+    failure history."""
     if fname not in OWN_CLAIM or not set(kwargs) <= set(ROW_KEYWORDS):
         return None
     if fname == "paged_attention":
         return _paged_by_rows(subject, args, kwargs)
+    with_lse = bool(kwargs.get("return_lse"))
+    if with_lse and (fname != "scaled_dot_product_attention" or dead_lse is None):
+        return None
     found = _visible(fname, args, kwargs)
     if found is None:
         return None
     lead, visible = found
-    if fname == "multi_head_attention" and not visible.any(axis=-1).all():
-        return None
+    if fname == "multi_head_attention":
+        if not (visible == visible[:, :1]).all() or not visible.any(axis=-1).all():
+            return _mha_by_heads(subject, args, kwargs, visible)
+        visible = visible[:, 0]
     L_q, L_k = visible.shape[-2:]
     width = {"attention_weights": L_k, "scaled_dot_product_attention": np.shape(args[2])[-1] if len(args) > 2 else 0,
              "multi_head_attention": np.shape(args[3]["w_o"])[-1] if len(args) > 3 else 0}[fname]
     out = np.zeros(visible.shape[:-1] + (width,))
+    lse = np.array(np.broadcast_to(np.asarray(dead_lse, dtype=np.float64), visible.shape[:-1])) if with_lse else None
     with off_the_record(subject):
         for index in np.ndindex(*lead):
             for i in range(L_q):
                 keys = np.flatnonzero(visible[index + (i,)])
                 if keys.size:
-                    out[index + (i,)] = _row(subject, fname, args, kwargs, lead, index, i, keys)
+                    got = _row(subject, fname, args, kwargs, lead, index, i, keys)
+                    if with_lse:
+                        out[index + (i,)], lse[index + (i,)] = got
+                    else:
+                        out[index + (i,)] = got
+    return (out, lse) if with_lse else out
+
+
+def _mha_by_heads(subject, args, kwargs, visible):
+    """multi_head_attention with heads that see different keys (visible: (B, H, L_q, L_k)), built from the
+    implementation's own plain calls: the output is b_O + sum over heads h of head_h W_O[rows of h], so head h's
+    share of query row i is its plain call on the keys head h sees, with W_O's rows of the other heads (and b_O)
+    set to 0; a head that sees no key adds 0 (a dead row's output)."""
+    plain = {k: kwargs[k] for k in PLAIN_KEYWORDS if kwargs.get(k) is not None and k in kwargs}
+    weights, H = args[3], int(args[4])
+    w_o = np.asarray(weights["w_o"], dtype=np.float64)
+    if w_o.shape[0] % H:
+        return None
+    width = w_o.shape[0] // H
+    only = []  # weights whose output projection keeps head h's rows alone
+    for h in range(H):
+        w = dict(weights)
+        w["w_o"] = np.zeros_like(w_o)
+        w["w_o"][h * width:(h + 1) * width] = w_o[h * width:(h + 1) * width]
+        if weights.get("b_o") is not None:
+            w["b_o"] = np.zeros_like(np.asarray(weights["b_o"], dtype=np.float64))
+        only.append(w)
+    B, _, L_q, _ = visible.shape
+    b_o = 0.0 if weights.get("b_o") is None else np.asarray(weights["b_o"], dtype=np.float64)
+    out = np.zeros((B, L_q, w_o.shape[-1])) + b_o
+    query, key, value = (np.asarray(a) for a in args[:3])
+    with off_the_record(subject):
+        for b, h, i in np.ndindex(B, H, L_q):
+            keys = np.flatnonzero(visible[b, h, i])
+            if keys.size:
+                out[b, i] += np.asarray(subject.call("multi_head_attention", query[b:b + 1, i:i + 1],
+                                                     key[b:b + 1, keys], value[b:b + 1, keys], only[h], H, **plain),
+                                        dtype=np.float64)[0, 0]
     return out
 
 
@@ -675,6 +743,140 @@ def _judge_row_by_row(subject, fname, args, kwargs, s, bound_of, compare) -> boo
     return False
 
 
+# --------------------------------------------------------------------------- a result of the wrong shape
+# A function whose result has the wrong shape (multi-head attention returning its heads unmerged, (B, H, L, d_k)) fails
+# its own chapter's claims, which say so. A claim of another chapter that calls it (a padded batch, a residual block, a
+# mask on multi-head attention) cannot judge anything on that result: it is not applicable there, with the reason.
+SHAPE_OWNERS = {"multi_head_attention": "multi_head"}  # a function -> the chapter whose claims judge its shape
+
+
+def _expected_shape(fname, args) -> tuple[int, ...] | None:
+    if fname == "multi_head_attention" and len(args) > 3 and isinstance(args[3], dict) and "w_o" in args[3]:
+        return tuple(np.shape(args[0])[:-1]) + (int(np.shape(args[3]["w_o"])[-1]),)  # (B, L_q, D)
+    return None
+
+
+def wrong_shape_carried(subject, fname: str, args, result) -> str | None:
+    """The reason a later chapter's claim is not judged on `result` (fname's result of the wrong shape, on a function
+    that fails its own claims on the fixed inputs too), or None."""
+    from spec_tests.harness.claims import get as claim_of
+
+    chapter = SHAPE_OWNERS.get(fname)
+    if chapter is None or scope_unrecorded():
+        return None
+    claims = current().claims or ()
+    if not claims or any(claim_of(c).chapter == chapter for c in claims):
+        return None
+    expected = _expected_shape(fname, args)
+    seen = tuple(np.shape(result[0] if isinstance(result, tuple) else result))
+    if expected is None or seen == expected or not lower_verdict(subject, fname):
+        return None
+    return (f"error carried forward: your {fname} returns shape {seen} where {expected} is expected, which the "
+            f"{chapter} chapter's claims charge; this claim cannot be judged on a result of the wrong shape")
+
+
+# ------------------------------------------------------------------------ the implementation's masking
+# Which keys a query sees is the masks chapter's (and, for windows and documents, the mask algebra's). When the
+# implementation's attention fails a claim of the masks chapter on the fixed inputs (its masking is wrong: charged
+# there), a later chapter's claim called with a mask (a bias with a mask, softcap, sinks, the log-sum-exp) is judged
+# on the implementation's own calls without the mask, one query row at a time on the keys the row sees (row_by_row):
+# that claim's own concept is still judged on the same numbers, and the masking is not charged again. The mask
+# algebra's claims are judged against the implementation's own call with the keys the reference sees passed as an
+# explicit mask: whether a window or a document picks the right keys is still judged, by its own masking.
+MASKING_KEYWORDS = ("mask", "is_causal", "window_size", "q_segment_ids", "kv_segment_ids")
+ALGEBRA_KEYWORDS = ("window_size", "q_segment_ids", "kv_segment_ids")  # the mask algebra's own (is_causal: the masks')
+
+
+def _masked(kwargs) -> bool:
+    """Does the call hide keys: a masking keyword, or a bias with a -inf entry (which hides as mask=False does)?"""
+    bias = kwargs.get("bias")
+    return any(kwargs.get(k) is not None and kwargs.get(k) is not False for k in MASKING_KEYWORDS) or \
+        (bias is not None and bool(np.any(np.asarray(bias, dtype=np.float64) == -np.inf)))
+
+
+def masking_fails(subject, fname: str = "scaled_dot_product_attention", alone: bool = False) -> tuple[str, ...]:
+    """The masks chapter's claims the implementation's attention (its weights, for attention_weights) fails on the
+    fixed inputs; () when it holds them, or has no such function. alone: () too when it also fails its plain input
+    (a formula's bug, which makes masked calls wrong too: only a masking bug proper then counts)."""
+    from spec_tests.harness.claims import get as claim_of
+
+    base = fname if fname in ("attention_weights", "multi_head_attention") else "scaled_dot_product_attention"
+    if not subject.has(base):
+        return ()
+    failed = lower_verdict(subject, base)
+    if alone and _battery(base)[0][0] in failed:
+        return ()
+    return tuple(c for c in failed if claim_of(c).chapter == "masks")
+
+
+def masking_charged(subject, fname: str = "scaled_dot_product_attention", alone: bool = False) -> tuple[str, ...]:
+    """masking_fails, noted for the report: a later claim whose relation needs the implementation's masking to hold
+    (two masked calls that must agree) judges each masked call on its own rows instead (rule 4)."""
+    failed = masking_fails(subject, fname, alone)
+    if failed:
+        _note(f"its masked calls judged without the mask, row by row: your attention fails {', '.join(failed)} "
+              f"(error carried forward: the masking is charged to its own claims)")
+    return failed
+
+
+def _judge_masking_carried(subject, fname, args, kwargs, n, compare, precision) -> bool:
+    """Rule 4 above: True (with a note) when the call is judged met with the implementation's masking carried."""
+    from reference.mask_algebra import visible_keys
+    from spec_tests.harness.claims import get as claim_of
+    from spec_tests.harness.feedback import SpecFailure
+
+    claims = current().claims or ()
+    chapters = {claim_of(c).chapter for c in claims}
+    if fname not in ("scaled_dot_product_attention", "attention_weights", "paged_attention", "multi_head_attention") \
+            or not claims \
+            or "masks" in chapters or not _masked(kwargs):
+        return False
+    failed = masking_fails(subject, fname)
+    if not failed:
+        return False
+    oracle_fn = getattr(reference, fname)
+    r_args, r_kwargs = subject.round(args), subject.round(kwargs)
+    full = oracle_fn(*r_args, **r_kwargs)
+    pick = (lambda out: out[n]) if isinstance(full, tuple) else (lambda out: out)
+    charged = f"your {fname.replace('scaled_dot_product_attention', 'attention')} fails {', '.join(failed)}, " \
+              f"which is charged there"
+    try:
+        if "mask_algebra" in chapters and fname == "multi_head_attention":  # (B, L) ids: no explicit mask per head
+            return False
+        if "mask_algebra" in chapters and fname != "paged_attention":  # the keys it picks, judged by its own masking
+            found = _visible(fname, args, kwargs)
+            if found is None or not any(kwargs.get(k) is not None and kwargs.get(k) is not False
+                                        for k in ALGEBRA_KEYWORDS):
+                return False
+            explicit = {k: v for k, v in kwargs.items() if k not in ALGEBRA_KEYWORDS}  # is_causal kept as given
+            explicit["mask"] = np.asarray(visible_keys(kwargs.get("mask"), False, np.shape(args[0])[-2],
+                                                       np.shape(args[1])[-2], kwargs.get("window_size"),
+                                                       kwargs.get("q_segment_ids"), kwargs.get("kv_segment_ids")))
+            with off_the_record(subject):
+                seen = subject.call(fname, *args, **kwargs)
+                built = subject.call(fname, *args, **explicit)
+            seen, built = pick(seen), pick(built)
+            whose = f"your own {fname} given the keys the window or documents leave as an explicit mask ({charged})"
+        else:  # the later concept alone, without the mask
+            built = row_by_row(subject, fname, args, kwargs,
+                               dead_lse=full[1] if isinstance(full, tuple) else None)
+            if built is None:
+                return False
+            seen, built = pick(built), pick(full)
+            whose = f"your own {fname} without the mask, one query row at a time on the keys it sees, against " \
+                    f"the reference ({charged})"
+    except Exception:  # noqa: BLE001 - a call raised: nothing to carry
+        return False
+    bound = pick(tolerance.bound_against(precision, oracle_fn, r_args, r_kwargs, full, fname))
+    if "mask_algebra" in chapters and not isinstance(full, tuple):  # two calls of its own: the floor on theirs too
+        bound = tolerance.carried_bound(precision, oracle_fn, r_args, r_kwargs, full, built, fname)
+    with contextlib.suppress(SpecFailure):
+        compare(seen, built, bound, f"{fname}(...): {whose}")
+        _note(f"judged with {whose} (error carried forward: the masking is charged to its own claims)")
+        return True
+    return False
+
+
 # ----------------------------------------------------------------------------------------- the hook
 def judge(subject, fname: str, args, kwargs, n: int, seen, failure, compare) -> None:
     """Called by check.oracle when result `n` of `fname` failed the plain comparison (`failure`).
@@ -684,6 +886,7 @@ def judge(subject, fname: str, args, kwargs, n: int, seen, failure, compare) -> 
     from spec_tests.harness.feedback import SpecFailure
 
     claims = current().claims
+    orig_kwargs = kwargs
     r_args, r_kwargs = subject.round(args), subject.round(kwargs)
     oracle_fn = getattr(reference, fname)
     pick = (lambda out: out[n]) if isinstance(seen, tuple) else (lambda out: out)
@@ -728,14 +931,18 @@ def judge(subject, fname: str, args, kwargs, n: int, seen, failure, compare) -> 
     # 3. error carried forward from the function's own formula to its masked calls
     # (the output of a call with return_lse=True too: its log-sum-exp, result 1, is still judged against the reference)
     precision = at if _precision_judged(claims) else subject.dtype
-    if isinstance(seen, tuple):
-        if n != 0 or not kwargs.get("return_lse"):
-            raise failure
-        kwargs, r_kwargs = ({k: v for k, v in d.items() if k != "return_lse"} for d in (kwargs, r_kwargs))
-        full = oracle_fn(*r_args, **r_kwargs)
-    if _judge_row_by_row(
-            subject, fname, args, kwargs, s, compare=compare,
-            bound_of=lambda built: tolerance.carried_bound(precision, oracle_fn, r_args, r_kwargs, full, built, fname)):
+    if not isinstance(seen, tuple) or (n == 0 and kwargs.get("return_lse")):
+        if isinstance(seen, tuple):
+            kwargs, r_kwargs = ({k: v for k, v in d.items() if k != "return_lse"} for d in (kwargs, r_kwargs))
+            full = oracle_fn(*r_args, **r_kwargs)
+        if _judge_row_by_row(
+                subject, fname, args, kwargs, s, compare=compare,
+                bound_of=lambda built: tolerance.carried_bound(precision, oracle_fn, r_args, r_kwargs, full, built,
+                                                               fname)):
+            return
+
+    # 4. error carried forward from the implementation's masking to a later chapter's masked call
+    if _judge_masking_carried(subject, fname, args, orig_kwargs, n, compare, precision):
         return
     raise failure
 
