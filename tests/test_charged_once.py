@@ -243,6 +243,8 @@ def _sdpa(q, k, v, mask=None, is_causal=False):
     scores = (q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1])).astype(np.float32)  # the softmax in float32
     if is_causal:  # self-attention here: L_q = L_k
         scores = np.where(np.tril(np.ones(scores.shape[-2:], dtype=bool)), scores, -np.inf)
+    if mask is not None:  # every row keeps a key in the inputs used here
+        scores = np.where(mask, scores, -np.inf)
     e = np.exp(scores - scores.max(axis=-1, keepdims=True))
     return (e / e.sum(axis=-1, keepdims=True)).astype(q.dtype) @ v
 

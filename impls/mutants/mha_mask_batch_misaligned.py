@@ -2,10 +2,10 @@
 head-major (h * B + b) while the scores are batch-major (b * H + h): a batch's padding mask lands on
 another sequence's heads.
 
-Caught by VAR-3: a padded batch must give each sequence's own result at its real positions; with the
-masks of the batch shuffled across it, a short sequence's queries see its padding and a long one's lose
-real keys. It is wrong only with B > 1, H > 1 and a mask that differs between sequences, which is what a
-padded batch is.
+Caught by MASK-5: multi_head_attention takes masks broadcastable to (B, H, L_q, L_k), the padding mask
+(B, 1, 1, L_k) among them, each sequence's mask applying to its own heads. It is wrong only with B > 1, H > 1
+and a mask that differs between sequences or heads. A padded batch (VAR-3) meets it too; that claim judges
+the batch on the implementation's own multi-head attention without the mask (error carried forward).
 """
 import numpy as np
 
@@ -14,7 +14,7 @@ from impls.mutants._base import *  # noqa: F401,F403
 
 BUG = ("flattening (B, H) into one axis and laying the mask out head-major while the scores are batch-major, "
        "so each sequence's padding mask is applied to another sequence's heads")
-CAUGHT_BY = "VAR-3"
+CAUGHT_BY = "MASK-5"
 
 
 def multi_head_attention(query, key, value, weights, num_heads, mask=None, is_causal=False, num_kv_heads=None,

@@ -16,7 +16,7 @@ from impls.mutants._base import _causal_visible
 BUG = ("taking each sequence's length in a padded batch as argmax(~mask), the first padding position, which is 0 "
        "for a sequence with no padding (the longest one), so that sequence is run on no keys")
 CAUGHT_BY = "VAR-3"
-ALSO_CAUGHT_BY = ("MHA-7",)   # its comparison with torch.nn.MultiheadAttention draws right-padded batches too
+ALSO_CAUGHT_BY = ()   # MHA-7 meets it only when its drawn padded batch has a sequence of the full length
 
 
 def _right_padded(keys):
