@@ -18,7 +18,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from spec_tests.harness import check, tolerance
+from spec_tests.harness import carried, check, tolerance
 from spec_tests.harness.arrays import Seeded
 from spec_tests.harness.strategies import HEAD_DIMS, SEEDS, mha_weights, normal
 
@@ -99,12 +99,13 @@ def test_the_dropped_fraction_is_within_a_binomial_bound(impl, seed, rate, causa
 def test_kept_weights_are_scaled_by_one_over_one_minus_p(impl, seed, rate, d_v):
     """A kept weight is P_ij / (1 - p), a dropped one exactly 0: the output is P' V with these weights."""
     q, k, v = _qkv(seed, (2, 6, 4), (2, 7, 4), d_v)
-    plain = impl.attention_weights(q, k)
-    seen = impl.attention_weights(q, k, dropout_p=rate, generator=Seeded(seed))
+    sc = carried.scale_if_charged(impl, q)  # a default scale that fails SDPA-4 is charged there
+    plain = impl.attention_weights(q, k, **sc)
+    seen = impl.attention_weights(q, k, dropout_p=rate, generator=Seeded(seed), **sc)
     kept = seen != 0
     check.close(impl, seen[kept], plain[kept] / (1 - rate), f"with dropout_p={rate}, each kept weight is "
                 f"P / (1 - p) = P x {1 / (1 - rate):.4g}", size=tolerance.dropout_size(rate))
-    out = impl.scaled_dot_product_attention(q, k, v, dropout_p=rate, generator=Seeded(seed))
+    out = impl.scaled_dot_product_attention(q, k, v, dropout_p=rate, generator=Seeded(seed), **sc)
     check.close(impl, out, seen @ v, "the output is the dropped weights times V (the same generator state)",
                 size=tolerance.dropout_size(rate, v))
 

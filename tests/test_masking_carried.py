@@ -147,3 +147,50 @@ def test_a_result_of_the_wrong_shape_is_charged_to_its_own_chapter(tmp_path, cla
     claims("VAR-4")  # another chapter's claim that calls it: not applicable, with the reason
     with pytest.raises(pytest.skip.Exception, match="wrong shape"):
         subject.multi_head_attention(x, x, x, w, 2)
+
+
+# ------------------------------------------------------------------------------------- the default scale (rule 5)
+def _scaled(tmp_path, name, default_scale, lse_shift=""):
+    path = tmp_path / f"{name}.py"
+    path.write_text(f'''"""Attention whose default scale is {default_scale}."""
+import numpy as np
+
+BACKEND = "numpy"
+CONTRACT = ("scaled_dot_product_attention",)
+
+
+def scaled_dot_product_attention(q, k, v, scale=None, return_lse=False):
+    q, k, v = np.asarray(q), np.asarray(k), np.asarray(v)
+    scale = {default_scale} if scale is None else scale
+    s = q @ np.swapaxes(k, -1, -2) * scale
+    m = s.max(axis=-1, keepdims=True)
+    e = np.exp(s - m)
+    out = e / e.sum(axis=-1, keepdims=True) @ v
+    lse = (m + np.log(e.sum(axis=-1, keepdims=True)))[..., 0]{lse_shift}
+    return (out, lse) if return_lse else out
+''', encoding="utf-8")
+    return Subject(load(str(path)), "float64")
+
+
+def test_a_wrong_default_scale_is_charged_to_its_own_claim_only(tmp_path, claims):
+    from_d_v = _scaled(tmp_path, "from_d_v", "1.0 / np.sqrt(v.shape[-1])")
+    assert carried.default_scale_fails(from_d_v)
+    q, k, v, _ = _inputs()
+    claims("LSE-1")  # a later claim leaving the scale to the default: judged given it explicitly
+    check.oracle(from_d_v, SDPA, q, k, v, return_lse=True)
+    assert "scale=1/sqrt(d_k) given explicitly" in carried.note_for(context.current().nodeid)
+    claims("SDPA-4")  # the scale's own chapter still fails it
+    with pytest.raises(feedback.SpecFailure):
+        check.oracle(from_d_v, SDPA, q, k, v)
+
+
+def test_a_later_bug_still_fails_with_a_wrong_default_scale(tmp_path, claims):
+    both = _scaled(tmp_path, "from_d_v_lse_off", "1.0 / np.sqrt(v.shape[-1])", lse_shift=" + 1.0")
+    q, k, v, _ = _inputs()
+    claims("LSE-1")
+    with pytest.raises(feedback.SpecFailure):
+        check.oracle(both, SDPA, q, k, v, return_lse=True)
+
+
+def test_a_right_default_scale_is_not_a_scale_bug(tmp_path):
+    assert not carried.default_scale_fails(_scaled(tmp_path, "right", "1.0 / np.sqrt(q.shape[-1])"))
