@@ -956,6 +956,7 @@ def judge(subject, fname: str, args, kwargs, n: int, seen, failure, compare) -> 
 # plain input with its default scale and meets it given scale=1/sqrt(d_k) explicitly (a default taken from d_v, or
 # from the wrong axis), a later chapter's call that leaves the scale to the default (softcap, sinks, the log-sum-exp,
 # dropout, gradients) is judged on the same call given the scale explicitly: that chapter's concept is still judged.
+# The precision chapter's claims judge the plain call itself in low precision: a wrong scale stays theirs too.
 SCALED = ("scaled_dot_product_attention", "attention_weights", "paged_attention",
           "scaled_dot_product_attention_backward")
 
@@ -1002,7 +1003,7 @@ def _judge_scale_carried(subject, fname, args, kwargs, n, compare, precision) ->
 
     claims = current().claims or ()
     if fname not in SCALED or not claims or kwargs.get("scale") is not None \
-            or "sdpa" in {claim_of(c).chapter for c in claims} or not default_scale_fails(subject, fname):
+            or {"sdpa", "precision"} & {claim_of(c).chapter for c in claims} or not default_scale_fails(subject, fname):
         return False
     explicit = dict(kwargs, scale=1.0 / np.sqrt(np.shape(args[0 if fname != "scaled_dot_product_attention_backward"
                                                              else 1])[-1]))
