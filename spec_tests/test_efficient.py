@@ -444,9 +444,9 @@ def test_a_left_padded_batch_equals_each_sequence_alone(impl, case, noise):
     args, keywords = (q, reference.repeat_kv_heads(k_left, H), reference.repeat_kv_heads(v_left, H)), \
         {"mask": keep[:, None, None, :], "is_causal": True}
     L_q = q.shape[-2]
-    if carried.masking_charged(impl):  # its masking fails the masks chapter (charged there): the left-padded call is
-        check.oracle(impl, SDPA, *args, **keywords)  # judged on its own rows (carried.py, rule 4)
-        return
+    if carried.masking_charged(impl):  # its masking fails the masks chapter (charged there): the left-padded call,
+        check.oracle(impl, SDPA, *args, mask=keep[:, None, None, :] & reference.causal_mask(L_q, T))  # its causal mask
+        return  # explicit (an AND with is_causal is MASK-5's), is judged on its own rows (carried.py, rule 4)
     explicit = bool(carried.failing_own_claims(impl, SDPA))  # its masks (MASK-5's AND of a mask and is_causal, MASK-3's
     if explicit:  # alignment) are judged by their own claims: the relation alone here, each causal mask explicit
         batch = impl.scaled_dot_product_attention(*args, mask=keep[:, None, None, :] & reference.causal_mask(L_q, T))
