@@ -383,6 +383,7 @@ def test_mask_shapes_broadcast_and_agree(impl, seed, B, H, L_q, L_k, d, which):
 @claim("MASK-5")
 @given(seed=SEEDS, B=st.integers(1, 3), H=st.integers(1, 2), d_k=st.integers(1, 3), L_q=SIZES, L_k=SIZES,
        which=st.sampled_from(MASK_SHAPES))
+@example(seed=1, B=2, H=2, d_k=2, L_q=3, L_k=4, which="(B, 1, 1, L_k)")  # padding that differs per sequence, 2 heads
 def test_multi_head_masks_broadcast_over_batch_and_heads(impl, seed, B, H, d_k, L_q, L_k, which):
     """multi_head_attention takes masks broadcastable to (B, H, L_q, L_k), the padding mask (B, 1, 1, L_k) among them."""
     from spec_tests.harness.strategies import mha_weights
