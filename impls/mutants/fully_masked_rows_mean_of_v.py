@@ -8,8 +8,9 @@ import numpy as np
 from impls.mutants import _base
 from impls.mutants._base import *  # noqa: F401,F403
 
-BUG = ("filling hidden scores with -1e9 (lecture note 2's code), so a query that sees no key "
-       "gets uniform weights and outputs the mean of V instead of 0")
+BUG = ("filling hidden scores with a finite number (-1e9 in lecture note 2's code; -1e4 or the dtype's "
+       "minimum alike) with no guard for a query that sees no key: all its scores are then equal, so it gets "
+       "uniform weights and outputs the mean of V instead of 0")
 CAUGHT_BY = "MASK-4"
 
 
