@@ -70,18 +70,21 @@ def test_an_exception_on_valid_input_is_a_claim_failure_with_feedback(tmp_path):
 
 
 def test_a_long_message_is_cut_at_lines_and_keeps_its_likely_cause():
-    """A message over the report's limit keeps its start and its end, whole lines, and the largest-error
-    and likely-cause lines from the part left out (the grader groups failures by them: a cut line made
+    """A message over the report's limit keeps its start and its end, whole lines, and the largest-error,
+    likely-cause and looks-like lines from the part left out (the grader groups failures by them: a cut line made
     one bug three causes)."""
     from spec_tests.harness.outcomes import shorten
 
     lines = [f"seen row {i}: " + "0.123456 " * 8 for i in range(120)]
     lines[40] = "likely cause: this matches a known bug: forgetting the 1/sqrt(d_k) scaling"
     lines[39] = "largest error 0.476 (relative 0.278) at index (0, 1) (expected -1.71088, seen -2.18694)"
+    looks = ("looks like: every value is 0.937063 times the expected one (one constant factor) (more than one known "
+             "bug explains it alike, even on further inputs, so none is named)")
+    lines[41] = looks  # a multi-head input's snippet is long: the grader's feedback lost this line
     cut = shorten("\n".join(lines))
-    assert len(cut) < 4200 and "\n...\n" in cut
+    assert len(cut) < 4000 + len(lines[39]) + len(lines[40]) + len(looks) + 10 and "\n...\n" in cut
     kept = cut.splitlines()
     assert "likely cause: this matches a known bug: forgetting the 1/sqrt(d_k) scaling" in kept
-    assert lines[39] in kept
+    assert lines[39] in kept and looks in kept
     assert all(line in lines or line == "..." for line in kept), "only whole lines are kept"
     assert kept[0] == lines[0] and kept[-1] == lines[-1]

@@ -30,9 +30,7 @@ from tests.helpers import (ROOT, missing_packages, mutant_attributes, mutant_cla
 MUTANTS_DIR = ROOT / "impls" / "mutants"
 MUTANTS = mutant_names()
 # Known bugs the diagnosis cannot name yet, each with the reason (an expected failure, reported as such).
-NOT_NAMED_YET: dict[str, str] = {
-    "low_precision_mha_scale_by_sqrt_d_model": "since this round's MHA-5 test of one array passed as several inputs and the boundary inputs (4 queries against 2 keys), its float16/bfloat16 failure is described without the bug's name; found by the last CI run, not yet diagnosed",
-}
+NOT_NAMED_YET: dict[str, str] = {}
 
 
 def _rubric(tmp_path, *claims, extra: str = "") -> str:

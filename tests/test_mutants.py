@@ -32,6 +32,9 @@ def test_each_mutant_documents_its_bug_and_claim(name):
     assert caught_by in doc, f"{name}'s docstring should name {caught_by}"
     also = known.attributes.get("ALSO_CAUGHT_BY", ())  # further claims the bug fails, checked like CAUGHT_BY
     assert isinstance(also, tuple) and set(also) <= set(claims.catalogue()), (name, also)
+    same = known.attributes.get("SAME_BUG_AS")  # one bug written twice: the other exists and fails the same claim
+    if same is not None:
+        assert same in MUTANTS and known_bugs.read(same).attributes.get("CAUGHT_BY") == caught_by, (name, same)
 
 
 @cache

@@ -6,7 +6,8 @@ learners really write (a missing transpose, a wrong softmax axis, a -1e9 mask
 fill, ...).  Each mutant is a complete contract module and carries plain
 attributes: `BUG`, the bug in words, `CAUGHT_BY`, the claim ID (spec_tests/claims.toml)
 whose tests should fail on it, and optionally `ALSO_CAUGHT_BY`, a tuple of further claims
-it fails.  The suite's own tests use them to show that every claim has teeth: the base
+it fails, and `SAME_BUG_AS`, the name of a known bug that is this one in another backend or dtype (the
+diagnosis names one bug where the two explain a failure alike).  The suite's own tests use them to show that every claim has teeth: the base
 passes, each mutant fails its claims.
 
 This module is the only reader of that catalogue:

@@ -13,6 +13,7 @@ from impls.torch_naive import _attention_weights, _linear, _visible, check_multi
 DTYPES = ("float16", "bfloat16")
 BUG = "scaling each head's scores by 1/sqrt(d_model) instead of 1/sqrt(d_k), in float16 and bfloat16"
 CAUGHT_BY = "MHA-5"
+SAME_BUG_AS = "mha_scale_by_sqrt_d_model"  # the NumPy known bug, in float16 and bfloat16
 
 
 def multi_head_attention(query, key, value, weights, num_heads, mask=None, is_causal=False, num_kv_heads=None):

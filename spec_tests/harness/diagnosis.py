@@ -22,7 +22,8 @@ implementation through its subject and on every candidate:
     the candidate does what the implementation does on every one of them;
     no other candidate does.
 
-The feedback then names the mutant's BUG in plain words. Otherwise it names none and says what the
+Known bugs that the catalogue records as one (SAME_BUG_AS: one mistake written for two backends or dtypes)
+count as one candidate. The feedback then names the mutant's BUG in plain words. Otherwise it names none and says what the
 failure looks like (failure_shape.py: which rows, how large, a constant factor, moved values, NaN).
 One bug is one cause: once a bug is named for an implementation, a later failure that it reproduces
 on its minimal input says "the known bug already named for CLAIM explains this failure too" (NAMED).
@@ -387,8 +388,18 @@ def _the_one(subject, calls, failing, candidates: list) -> tuple:
 
     if behaves(mutants(subject.backend == "torch")[0][1]):
         return [], GONE  # the failure does not show again: the minimal input alone cannot name a bug
-    kept = [(name, module) for name, module in candidates if behaves(module)]
+    kept = _one_bug([(name, module) for name, module in candidates if behaves(module)], judged)
     return kept, ("" if len(kept) == 1 else SEVERAL if kept else RULED_OUT)
+
+
+def _one_bug(kept: list, dtype: str) -> list:
+    """Candidates that the catalogue records as one bug (SAME_BUG_AS: the same mistake in another backend or
+    dtype) are one candidate: the one written for `dtype` where there is one."""
+    roots = {getattr(module, "SAME_BUG_AS", name) for name, module in kept}
+    if len(kept) < 2 or len(roots) > 1:
+        return kept
+    own = [(n, m) for n, m in kept if dtype in getattr(m, "DTYPES", NUMPY_DTYPES)]
+    return (own or kept)[:1]
 
 
 def _on_subject(subject, call) -> Behaviour:

@@ -20,7 +20,8 @@ NOT_IMPLEMENTED_ERRORS = (NotImplementedError, NotImplementedYet)
 
 UNAVAILABLE = "unavailable"  # the start of the skip reason of an implementation that cannot run here
 
-SUMMARY_LINES = ("largest error", "likely cause:")  # what the grader groups failures by (grader/feedback.py)
+# what the grader groups failures by and shows a student (grader/feedback.py): kept when a long message is cut
+SUMMARY_LINES = ("largest error", "likely cause:", "looks like:")
 
 
 def leaves(exc: BaseException) -> list[BaseException]:
@@ -152,13 +153,17 @@ def outcome_of(item, rep, call) -> report_mod.Outcome:
 
 def shorten(text: str, limit: int = 4000, head: int = 1500, tail: int = 2500) -> str:
     """A long failure message cut to its start and its end (the end says why), at line boundaries; the
-    summary lines the grader reads ("largest error ...", "likely cause: ...") are kept from the part left
-    out, whole."""
+    summary lines the grader reads ("largest error ...", "likely cause: ...", "looks like: ...") are kept from
+    the part left out, whole (the first of each kind)."""
     if len(text) <= limit:
         return text
     start = text[:head].rsplit("\n", 1)[0]
     end_at = len(text) - tail
     end_at = text.find("\n", end_at) + 1 or end_at
     middle = text[len(start):end_at]
-    kept = [line.strip() for line in middle.splitlines() if line.strip().startswith(SUMMARY_LINES)]
-    return "\n".join([start, "...", *kept[:2], text[end_at:]])
+    kept = {}  # the first line of each kind
+    for line in middle.splitlines():
+        kind = next((p for p in SUMMARY_LINES if line.strip().startswith(p)), None)
+        if kind and kind not in kept:
+            kept[kind] = line.strip()
+    return "\n".join([start, "...", *kept.values(), text[end_at:]])
