@@ -45,6 +45,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 
+from grader import cache as cache_mod
 from grader import leaderboard
 from spec_tests.harness import claims as catalogue
 from spec_tests.sandbox.isolation import Limits
@@ -101,10 +102,22 @@ def tested_claims(exclude: tuple[str, ...] = ()) -> dict[str, list[str]]:
     """Claim ID -> the spec tests of an implementation that carry it, read from the chapter modules.
 
     Slow tests (left out of the default run) and tests without the `impl` fixture (checks of the
-    oracle itself) grade nothing.
+    oracle itself) grade nothing. Read once per version of the chapter modules (grader/cache.py).
     """
+    modules = sorted(SPEC_DIR.glob("test_*.py"))
+    pairs = cache_mod.cached("tested-claims", [*modules, Path(__file__)], SPEC_DIR.parent,
+                             lambda: _claim_tests(modules))
     found: dict[str, list[str]] = {}
-    for path in sorted(SPEC_DIR.glob("test_*.py")):
+    for claim_id, test in pairs:
+        if test not in exclude:
+            found.setdefault(claim_id, []).append(test)
+    return found
+
+
+def _claim_tests(modules: list[Path]) -> list[tuple[str, str]]:
+    """(claim ID, "test_module.py::test_name") for every claim decorator of every graded test."""
+    found = []
+    for path in modules:
         tree = ast.parse(path.read_text())
         if any(_is_slow(v) for n in tree.body if isinstance(n, ast.Assign)
                for t in n.targets if getattr(t, "id", "") == "pytestmark" for v in _listed(n.value)):
@@ -114,13 +127,11 @@ def tested_claims(exclude: tuple[str, ...] = ()) -> dict[str, list[str]]:
                 continue
             if any(_is_slow(d) for d in node.decorator_list) or "impl" not in [a.arg for a in node.args.args]:
                 continue
-            if f"{path.name}::{node.name}" in exclude:
-                continue
             for dec in node.decorator_list:
                 if isinstance(dec, ast.Call) and _name(dec.func) in ("claim", "pytest.mark.claim"):
                     for arg in dec.args:
                         if isinstance(arg, ast.Constant):
-                            found.setdefault(arg.value, []).append(f"{path.name}::{node.name}")
+                            found.append((arg.value, f"{path.name}::{node.name}"))
     return found
 
 

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
+from grader import cache as cache_mod
 from spec_tests.harness import packages
 
 ROOT = packages.home("impls")  # the folder holding reference/ and impls/ (the repository, or the wheel's bundle)
@@ -97,22 +98,37 @@ def template() -> frozenset[int]:
     return frozenset(fingerprints(TEMPLATE.read_text())) if TEMPLATE.exists() else frozenset()
 
 
+def _public_files() -> list[Path]:
+    reference = sorted((ROOT / "reference").glob("*.py"))
+    impls = [p for p in [*sorted((ROOT / "impls").glob("*.py")), ROOT / "impls" / "mutants" / "_base.py"]
+             if p.name not in ("template.py", "__init__.py") and p.exists()]
+    return reference + impls
+
+
 @cache
 def public_sources() -> dict[str, frozenset[int]]:
     """The public code a student has: the reference (one source), each built-in implementation, and
-    the correct base of the known bugs (impls/mutants/_base.py)."""
+    the correct base of the known bugs (impls/mutants/_base.py). Kept on disk between grading runs
+    (grader/cache.py), named by the contents of these files, the template and this module."""
+    files = _public_files()
+    inputs = [*files, TEMPLATE, Path(__file__)] if TEMPLATE.exists() else [*files, Path(__file__)]
+    found = cache_mod.cached("public-fingerprints", inputs, ROOT, lambda: _public_sources(files))
+    return {k: frozenset(v) for k, v in found.items()}
+
+
+def _public_sources(files: list[Path]) -> dict[str, list[int]]:
     out: dict[str, set[int]] = {}
     ref = set()
-    for path in sorted((ROOT / "reference").glob("*.py")):
-        ref |= fingerprints(path.read_text())
+    for path in files:
+        if path.parent.name == "reference":
+            ref |= fingerprints(path.read_text())
     out["reference/"] = ref
-    for path in [*sorted((ROOT / "impls").glob("*.py")), ROOT / "impls" / "mutants" / "_base.py"]:
-        if path.name in ("template.py", "__init__.py") or not path.exists():
-            continue
-        out[path.relative_to(ROOT).as_posix()] = fingerprints(path.read_text())
+    for path in files:
+        if path.parent.name != "reference":
+            out[path.relative_to(ROOT).as_posix()] = fingerprints(path.read_text())
     union = set().union(*out.values())
     out["reference/ + impls/"] = union
-    return {k: frozenset(v - template()) for k, v in out.items()}
+    return {k: sorted(v - template()) for k, v in out.items()}
 
 
 def containment(mine: set[int], theirs: frozenset[int] | set[int]) -> float:
