@@ -58,10 +58,13 @@ def cached(name: str, files: Iterable[Path], root: Path, compute: Callable[[], A
     try:
         where = folder()
         entry = where / f"{name}-{key(name, sorted(files), root)}.json"
+    except OSError:  # an input file could not be read: no key
+        return compute()
+    try:
         if entry.exists() and _ours(where) and _ours(entry):
             return json.loads(entry.read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return compute()
+        pass  # a damaged entry: computed and written again below
     value = compute()
     try:
         where.mkdir(mode=0o700, parents=True, exist_ok=True)

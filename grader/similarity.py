@@ -98,11 +98,12 @@ def template() -> frozenset[int]:
     return frozenset(fingerprints(TEMPLATE.read_text())) if TEMPLATE.exists() else frozenset()
 
 
-def _public_files() -> list[Path]:
+def _public_files() -> tuple[list[Path], list[Path]]:
+    """The reference's modules, and the public implementations' files (each one source)."""
     reference = sorted((ROOT / "reference").glob("*.py"))
     impls = [p for p in [*sorted((ROOT / "impls").glob("*.py")), ROOT / "impls" / "mutants" / "_base.py"]
              if p.name not in ("template.py", "__init__.py") and p.exists()]
-    return reference + impls
+    return reference, impls
 
 
 @cache
@@ -110,24 +111,17 @@ def public_sources() -> dict[str, frozenset[int]]:
     """The public code a student has: the reference (one source), each built-in implementation, and
     the correct base of the known bugs (impls/mutants/_base.py). Kept on disk between grading runs
     (grader/cache.py), named by the contents of these files, the template and this module."""
-    files = _public_files()
-    inputs = [*files, TEMPLATE, Path(__file__)] if TEMPLATE.exists() else [*files, Path(__file__)]
-    found = cache_mod.cached("public-fingerprints", inputs, ROOT, lambda: _public_sources(files))
+    reference, impls = _public_files()
+    inputs = [*reference, *impls, Path(__file__)] + ([TEMPLATE] if TEMPLATE.exists() else [])
+    found = cache_mod.cached("public-fingerprints", inputs, ROOT, lambda: _public_sources(reference, impls))
     return {k: frozenset(v) for k, v in found.items()}
 
 
-def _public_sources(files: list[Path]) -> dict[str, list[int]]:
-    out: dict[str, set[int]] = {}
-    ref = set()
-    for path in files:
-        if path.parent.name == "reference":
-            ref |= fingerprints(path.read_text())
-    out["reference/"] = ref
-    for path in files:
-        if path.parent.name != "reference":
-            out[path.relative_to(ROOT).as_posix()] = fingerprints(path.read_text())
-    union = set().union(*out.values())
-    out["reference/ + impls/"] = union
+def _public_sources(reference: list[Path], impls: list[Path]) -> dict[str, list[int]]:
+    out: dict[str, set[int]] = {"reference/": set().union(*(fingerprints(p.read_text()) for p in reference))}
+    for path in impls:
+        out[path.relative_to(ROOT).as_posix()] = fingerprints(path.read_text())
+    out["reference/ + impls/"] = set().union(*out.values())
     return {k: sorted(v - template()) for k, v in out.items()}
 
 

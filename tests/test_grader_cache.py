@@ -58,6 +58,18 @@ def test_an_entry_others_may_write_is_not_trusted(inputs):
     assert len(calls) == 2
 
 
+@pytest.mark.skipif(not hasattr(os, "getuid") or os.getuid() != 0, reason="giving a file away needs root")
+def test_an_entry_of_another_user_is_not_trusted(inputs):
+    root, source = inputs
+    compute, calls = counting([1])
+    cache.cached("thing", [source], root, compute)
+    (entry,) = cache.folder().glob("thing-*.json")
+    entry.write_text("[666]")
+    os.chown(entry, 54321, 54321)  # what a submission's worker, another user, could have written
+    assert cache.cached("thing", [source], root, compute) == [1]
+    assert len(calls) == 2
+
+
 def test_a_damaged_or_unwritable_cache_only_costs_time(inputs, tmp_path, monkeypatch):
     root, source = inputs
     compute, calls = counting([1])
@@ -65,6 +77,7 @@ def test_a_damaged_or_unwritable_cache_only_costs_time(inputs, tmp_path, monkeyp
     (entry,) = cache.folder().glob("thing-*.json")
     entry.write_text("{not json")
     assert cache.cached("thing", [source], root, compute) == [1]
+    assert cache.cached("thing", [source], root, compute) == [1]  # written again, then read back
     blocked = tmp_path / "a-file"
     blocked.write_text("")
     monkeypatch.setenv("MHA_SPEC_CACHE_DIR", str(blocked / "cache"))  # below a file: cannot be made
@@ -77,8 +90,7 @@ def test_the_graders_cached_values_equal_their_computation(tmp_path, monkeypatch
     for function in (similarity.public_sources, rubric.tested_claims):
         function.cache_clear()  # the in-process cache: read from disk below
     try:
-        files = similarity._public_files()
-        expected = {k: frozenset(v) for k, v in similarity._public_sources(files).items()}
+        expected = {k: frozenset(v) for k, v in similarity._public_sources(*similarity._public_files()).items()}
         assert similarity.public_sources() == expected  # computed and written
         similarity.public_sources.cache_clear()
         assert similarity.public_sources() == expected  # read back
