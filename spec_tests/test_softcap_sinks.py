@@ -85,9 +85,16 @@ def test_capped_weights_differ_by_at_most_exp_2cap(impl, case, cap):
 @claim("SOFT-1")
 @given(case=score_cases(magnitude=st.just(1.0)))
 def test_a_huge_cap_is_no_cap(impl, case):
-    """softcap=1e8 equals no softcap: tanh(x) = x to within x^3 / 3 near 0."""
+    """A huge cap equals no softcap: tanh(x) = x to within x^3 / 3 near 0.
+
+    Huge is 10 / sqrt(eps) times the largest score (eps: the dtype's machine epsilon), so (S / cap)^2 / 3 is
+    below eps / 300; and no larger, so that S / cap stays a normal number of the dtype and the cap fits in it
+    (float16's largest is 65504: an implementation that caps in float16, as Gemma 2's code does in the model's
+    dtype, is judged on a cap its dtype holds)."""
     q, k, v, kw = case
-    feature_rows.neutral(impl, (q, k, v), kw, dict(softcap=1e8), "softcap=1e8 equals no softcap")
+    s_max = float(np.abs(q @ np.swapaxes(k, -1, -2)).max(initial=0.0)) / np.sqrt(q.shape[-1])  # the scores' size
+    cap = float(f"{10 * max(s_max, 1.0) / np.sqrt(impl.eps):.2g}")
+    feature_rows.neutral(impl, (q, k, v), kw, dict(softcap=cap), f"softcap={cap:g} equals no softcap")
 
 
 # ---------------------------------------------------------------------------------- SOFT-2

@@ -145,7 +145,7 @@ def oracle(subject, fname: str, *args, feature=("softcap", "sinks", "bias"), **k
 
 
 def neutral(subject, args, kwargs, feature: dict, relation: str) -> None:
-    """A feature at its neutral value (softcap=1e8, sinks=-inf) changes nothing: the call with it equals the
+    """A feature at its neutral value (a huge softcap, sinks=-inf) changes nothing: the call with it equals the
     implementation's own call without it. When its call without it is itself wrong (it differs from the
     reference's: a bug of another chapter, charged there), the call with the neutral feature is judged against
     the reference instead, which is what the call without it should have given."""
