@@ -8,7 +8,9 @@ larger inputs that separate such look-alikes, deterministically:
 
     attention   (B, H) = (2, 3) leading axes; (L_q, L_k, d_k, d_v) = (5, 5, 3, 2), (3, 6, 2, 4), (6, 3, 4, 1),
                 (4, 4, 1, 3): square and L_q != L_k both ways, d_k != d_v; the call's own flags (causal or
-                not, a mask or not, with a dead row when the call had one), then causal and mask toggled
+                not, a mask or not, with a dead row when the call had one), then causal and mask toggled;
+                a call that hides keys also gets the first of these with scores of tens of thousands (float64
+                and float32), where a finite additive fill (-1e4) and a removed key part
     multi-head  B = 2, (D, H) = (6, 3), (6, 2), (8, 4): several heads, d_k = D / H != H; self- and
                 cross-attention (L_q != L_k); the call's biases, mask and causal flag (and num_kv_heads)
     layer_norm  (3, 5) and (2, 3, 4) rows with an offset and a spread; (3, 5) rows of a small spread with eps = 0.5
@@ -105,7 +107,21 @@ def _attention(rng, call, subject) -> list:
                 if on:  # two documents, each with queries and keys
                     kwargs[key] = (np.arange(L) >= L // 2).astype(np.int64)
             out.append(_with(call, args, kwargs))
+    hides = isinstance(call.kwargs.get("mask"), np.ndarray) or bool(call.kwargs.get("is_causal"))
+    if hides and out and subject.dtype in ("float64", "float32"):
+        out.append(_large_scores(out[0]))
     return out
+
+
+LARGE = 1e5  # the large-score probe's largest query value: its scores are tens of thousands
+
+
+def _large_scores(probe):
+    """The first shaped probe with its queries scaled so that its scores are tens of thousands: a hidden key
+    whose score exceeds a visible one's by more than a finite fill (-1e4 added) takes weight, where hiding it
+    by -inf, `where` or a fill below -1e5 does not; NaN-safe hiding and a finite additive fill part here."""
+    q = probe.args[0]
+    return _with(probe, (LARGE * q / max(float(np.abs(q).max()), 1.0), *probe.args[1:]), probe.kwargs)
 
 
 def _weights(rng, D: int, kv: int, biased: bool) -> dict:
