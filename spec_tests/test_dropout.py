@@ -171,6 +171,9 @@ def test_no_dropout_in_evaluation(impl, seed, rate, causal):
     plain = impl.multi_head_attention(x, x, x, w, 2, is_causal=causal)
     check.close(impl, evaluated, plain, f"training=False with dropout_p={rate} equals no dropout",
                 size=tolerance.unchanged_size(plain))
+    by_default = impl.multi_head_attention(x, x, x, w, 2, is_causal=causal, dropout_p=rate, generator=Seeded(seed))
+    check.close(impl, by_default, plain, f"dropout_p={rate} without training= (its default is False) equals no dropout",
+                size=tolerance.unchanged_size(plain))
 
 
 @claim("DROP-3")

@@ -216,7 +216,8 @@ def test_layer_norm_backward_matches_the_numerical_gradient(impl, seed, batch, D
     """(dx, dgamma, dbeta) equal the reference's and central differences of sum(dy * layer_norm(x, gamma, beta))."""
     x = normal(seed, (*batch, D), spread, offset)
     gamma, beta, dy = normal(seed + 1, (D,), 0.5, 1.0), normal(seed + 2, (D,)), normal(seed + 3, (*batch, D))
-    dx, dgamma, dbeta = check.oracle(impl, LN_BACKWARD, dy, x, gamma, eps=eps)
+    # eps=1e-5, the contract's default, is left to the implementation's default
+    dx, dgamma, dbeta = check.oracle(impl, LN_BACKWARD, dy, x, gamma, **({} if eps == 1e-5 else {"eps": eps}))
     x, gamma, beta, dy = impl.round((x, gamma, beta, dy))
 
     def loss(x_=x, g_=gamma, b_=beta):
@@ -266,14 +267,17 @@ def test_sdpa_backward_matches_the_numerical_gradient(impl, case, scale):
 
 @claim("GRAD-2")
 @given(seed=SEEDS, B=st.integers(2, 3), L_q=st.integers(1, 4), L_k=st.integers(1, 4), d=st.integers(1, 3),
-       shared=st.sampled_from(["keys and values", "queries"]))
-@example(seed=0, B=2, L_q=3, L_k=2, d=2, shared="keys and values")
-@example(seed=1, B=3, L_q=2, L_k=3, d=2, shared="keys and values")  # B = L_k: (B, d) and (L_k, d) agree in shape
-@example(seed=2, B=2, L_q=2, L_k=3, d=2, shared="queries")
-def test_sdpa_backward_sums_the_gradient_of_a_shared_input_over_the_batch(impl, seed, B, L_q, L_k, d, shared):
-    """An input without the batch axis (k, v (L_k, d) for queries (B, L_q, d), or q (L_q, d) for keys and values
-    (B, L_k, d)) is broadcast over the batch: its gradient has its own shape and sums every batch element's."""
-    q_lead, kv_lead = ((B,), ()) if shared == "keys and values" else ((), (B,))
+       shared=st.sampled_from(["keys and values", "queries"]), axis=st.sampled_from(["none", "of size 1"]))
+@example(seed=0, B=2, L_q=3, L_k=2, d=2, shared="keys and values", axis="none")
+@example(seed=1, B=3, L_q=2, L_k=3, d=2, shared="keys and values", axis="none")  # B = L_k: (B, d), (L_k, d) agree
+@example(seed=2, B=2, L_q=2, L_k=3, d=2, shared="queries", axis="none")
+@example(seed=3, B=2, L_q=2, L_k=3, d=2, shared="keys and values", axis="of size 1")
+def test_sdpa_backward_sums_the_gradient_of_a_shared_input_over_the_batch(impl, seed, B, L_q, L_k, d, shared, axis):
+    """An input without the batch axis, or with a batch axis of size 1 (k, v (L_k, d) or (1, L_k, d) for queries
+    (B, L_q, d); or q for keys and values (B, L_k, d)) is broadcast over the batch: its gradient has its own shape
+    and sums every batch element's."""
+    own = () if axis == "none" else (1,)
+    q_lead, kv_lead = ((B,), own) if shared == "keys and values" else (own, (B,))
     q, k, v = normal(seed, (*q_lead, L_q, d)), normal(seed + 1, (*kv_lead, L_k, d)), normal(seed + 2, (*kv_lead, L_k, d))
     dout = normal(seed + 7, (B, L_q, d))  # (B, L_q, d_v): the output has the batch axis
     check.oracle(impl, SDPA_BACKWARD, dout, q, k, v)

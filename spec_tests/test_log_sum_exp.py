@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 import reference
 from spec_tests.harness import carried, check, tolerance
+from spec_tests.harness.feedback import SpecFailure
 from spec_tests.harness.strategies import HEAD_DIMS, SEEDS, normal, random_mask
 from spec_tests.harness.subject import not_applicable
 
@@ -48,6 +49,29 @@ def test_return_lse_matches_the_reference(impl, case):
     plain = impl.scaled_dot_product_attention(q, k, v, mask=mask)
     check.close(impl, out, plain, "the output with return_lse=True equals the output without it",
                 size=tolerance.attention_output_size(v))
+
+
+@claim("LSE-1")
+@pytest.mark.parametrize("keyword", ["softcap", "bias"])
+@given(case=lse_cases())
+def test_lse_of_capped_or_biased_scores_matches_the_reference(impl, keyword, case):
+    """With softcap= or bias= (the later chapters' score keywords), lse is taken over the scores the softmax
+    normalises: capped, or with the bias added. When the output itself already differs from the reference's with
+    that keyword (its own chapter's claim, SOFT-1 or PE-5, charged there), this item is not applicable."""
+    if not impl.has(SDPA, keyword):
+        not_applicable(f"{impl.name}'s scaled_dot_product_attention takes no {keyword}= (a later chapter's keyword)")
+    q, k, v, mask = case
+    value = 2.0 if keyword == "softcap" else normal(int(abs(q.flat[0]) * 1e6) + 5, q.shape[:-1] + (k.shape[-2],))
+    try:
+        check.oracle(impl, SDPA, q, k, v, mask=mask, return_lse=True, **{keyword: value})
+    except SpecFailure:
+        try:
+            with carried.off_the_record(impl):
+                check.oracle(impl, SDPA, q, k, v, mask=mask, **{keyword: value})
+        except SpecFailure:
+            not_applicable(f"error carried forward: your output with {keyword}= already differs from the reference's "
+                           f"({'SOFT-1' if keyword == 'softcap' else 'PE-5'} is charged for it)")
+        raise
 
 
 DEAD_ROWS_CHARGED = ("error carried forward: your attention's masking fails the masks chapter's claims, which are "
@@ -207,3 +231,14 @@ def test_merging_halves_of_different_value_sizes_raises_value_error(impl, seed, 
     check.raises_value_error(impl, "merge_attention", (out1, lse1, out2, lse2), {},
                              names=[f"({L_q}, {d})", f"({L_q}, {d + 1})"],
                              what=f"merging outputs of shapes ({L_q}, {d}) and ({L_q}, {d + 1}) raises ValueError")
+
+
+@claim("LSE-2")
+@given(seed=SEEDS, L_q=st.integers(1, 6), d=st.integers(1, 4))
+def test_merging_an_lse_that_does_not_fit_its_output_raises_value_error(impl, seed, L_q, d):
+    """Halves alike in shape, but with an lse of L_q + 1 rows for outputs of L_q rows: ValueError naming the shapes."""
+    out1, out2 = normal(seed, (L_q, d)), normal(seed + 1, (L_q, d))
+    lse1, lse2 = normal(seed + 2, (L_q + 1,)), normal(seed + 3, (L_q + 1,))
+    check.raises_value_error(impl, "merge_attention", (out1, lse1, out2, lse2), {},
+                             names=[f"({L_q + 1},)"],
+                             what=f"an lse of shape ({L_q + 1},) for outputs of shape ({L_q}, {d}) raises ValueError")

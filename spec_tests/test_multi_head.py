@@ -212,6 +212,19 @@ def test_multi_head_attention_matches_oracle(impl, case):
 
 
 @claim("MHA-5")
+@given(case=mha_cases(masked=None, causal=None), kept=st.sampled_from([("b_q", "b_o"), ("b_k",), ("b_v", "b_o")]))
+def test_biases_given_for_some_projections_only_match_oracle(impl, case, kept):
+    """Each bias is optional on its own (CONTRACT.md): a weights dict with some of b_q, b_k, b_v, b_o and not the
+    others (a missing one is no bias) equals the reference, also when the key and value projections share one call."""
+    case.weights = {n: w for n, w in mha_weights(case.seed + 10, case.D, True).items()
+                    if not n.startswith("b_") or n in kept}
+    seen, inputs, shared = _on_one_array(impl, case)  # one array where the case shares one, as a caller passes it
+    separate = check.oracle(impl, MHA, *inputs, case.weights, case.num_heads, **case.kwargs)  # a copy for each
+    check.close(impl, seen, separate, f"with biases {', '.join(kept)} only, one array passed as {shared} equals the "
+                "same call with a copy of it for each", size=tolerance.multi_head_size(*inputs, case.weights, case.num_heads))
+
+
+@claim("MHA-5")
 @given(case=mha_cases(masked=None, causal=None))
 @example(case=MHACase(2, 3, 3, 2, 2, seed=0))  # self-attention: one array three times, with biases
 @example(case=MHACase(2, 3, 4, 2, 2, seed=1, self_attention=False))  # one memory array as key and value

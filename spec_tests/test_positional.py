@@ -273,10 +273,15 @@ def test_t5_default_buckets_by_hand(impl):
     """
     r = np.array([0, 1, 7, 8, 16, 32, 64, 127, 128, 1000])
     by_hand = np.array([0, 1, 7, 8, 10, 12, 14, 15, 15, 15])
-    check.exactly(impl, _buckets(impl, -r), by_hand, "buckets of keys r positions before the query (n = -r)")
+
+    def defaults(n, **kwargs):  # the contract's defaults, left to the implementation: no keyword but those given
+        return np.asarray(impl.t5_relative_position_bucket(np.asarray(n, dtype=np.int64), **kwargs))
+
+    check.exactly(impl, defaults(-r), by_hand, "buckets of keys r positions before the query (n = -r), "
+                  "t5_relative_position_bucket(n) with its defaults")
     after = np.where(r > 0, by_hand + 16, 0)
-    check.exactly(impl, _buckets(impl, r), after, "keys r positions after the query use the upper 16 buckets")
-    causal = _buckets(impl, np.concatenate([-r, r[1:]]), bidirectional=False)
+    check.exactly(impl, defaults(r), after, "keys r positions after the query use the upper 16 buckets")
+    causal = defaults(np.concatenate([-r, r[1:]]), bidirectional=False)
     # causal: all 32 buckets for the past, 0..15 exact, then 16 + floor(16 log(r / 16) / log 8)
     by_hand_causal = np.array([0, 1, 7, 8, 16, 21, 26, 31, 31, 31])
     check.exactly(impl, causal, np.concatenate([by_hand_causal, np.zeros(9)]),

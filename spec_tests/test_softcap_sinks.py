@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 import reference
 from spec_tests.harness import carried, check, feature_rows, tolerance
 from spec_tests.harness.strategies import HEAD_DIMS, SEEDS, normal, random_mask
+from spec_tests.harness.subject import not_applicable
 
 claim = pytest.mark.claim
 SDPA = "scaled_dot_product_attention"
@@ -172,3 +173,24 @@ def test_sinks_that_do_not_broadcast_raise_value_error(impl, seed, H, L, extra):
     bad = normal(seed + 3, (H + extra,))
     check.raises_value_error(impl, SDPA, (q, k, v), dict(sinks=bad), names=[f"({H + extra},)"],
                              what=f"sinks of shape ({H + extra},) for {H} heads raise ValueError naming the shape")
+
+
+@claim("SOFT-2")
+@given(seed=SEEDS, H=st.integers(1, 3), L=SIZES)
+def test_sinks_that_are_not_floats_raise_value_error(impl, seed, H, L):
+    """sinks are float logits: an integer array of the right shape is a ValueError too (the contract's "not floats")."""
+    q, k, v = normal(seed, (H, L, 2)), normal(seed + 1, (H, L, 2)), normal(seed + 2, (H, L, 2))
+    check.raises_value_error(impl, SDPA, (q, k, v), dict(sinks=np.arange(H, dtype=np.int64)),
+                             what=f"integer sinks of shape ({H},) raise ValueError")
+
+
+@claim("SOFT-2")
+@given(case=score_cases(), seed=SEEDS)
+def test_sinks_with_a_bias_match_the_reference(impl, case, seed):
+    """With a bias as well (the positional chapter's bias=: ALiBi, T5), the bias is added to the scores and the sink
+    joins the denominator of the biased scores: the output equals the reference's."""
+    if not impl.has(SDPA, "bias"):
+        not_applicable(f"{impl.name}'s scaled_dot_product_attention takes no bias= (the positional chapter's keyword)")
+    q, k, v, kw = case
+    bias = normal(seed + 5, q.shape[:-1] + (k.shape[-2],))
+    feature_rows.oracle(impl, SDPA, q, k, v, sinks=_sinks(seed, q.shape[0]), bias=bias, **kw)
