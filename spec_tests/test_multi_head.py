@@ -404,6 +404,22 @@ def test_grouped_query_attention_on_one_array_matches_oracle(impl, gqa):
 
 
 @claim("MHA-9")
+@given(gqa=gqa_cases(), kept=st.sampled_from([("b_v",), ("b_k", "b_o"), ("b_q", "b_v")]))
+@example(gqa=_gqa(MHACase(1, 2, 3, 4, 2, seed=4, self_attention=False), 2), kept=("b_v",))  # one memory, G = 2
+def test_gqa_with_biases_for_some_projections_only(impl, gqa, kept):
+    """num_kv_heads=G with some of the biases and not the others: a missing K or V bias is zeros of the K/V
+    projection's width G * d_k, not of D, also when one array is passed as key and value."""
+    case, G = gqa
+    case.weights = {n: w for n, w in mha_weights(case.seed + 10, case.D, True, kv_dim=G * case.d_k).items()
+                    if not n.startswith("b_") or n in kept}
+    seen, inputs, shared = _on_one_array(impl, case, num_kv_heads=G)
+    separate = check.oracle(impl, MHA, *inputs, case.weights, case.num_heads, num_kv_heads=G, **case.kwargs)
+    check.close(impl, seen, separate, f"num_kv_heads={G} with biases {', '.join(kept)} only, one array passed as "
+                f"{shared}, equals the same call with a copy of it for each",
+                size=tolerance.multi_head_size(*inputs, case.weights, case.num_heads))
+
+
+@claim("MHA-9")
 @given(gqa=gqa_cases())
 @example(gqa=_gqa(MHACase(1, 4, 4, 4, 2, seed=2), 1))
 def test_gqa_equals_repeating_each_kv_head(impl, gqa):
