@@ -164,3 +164,19 @@ def neutral(subject, args, kwargs, feature: dict, relation: str) -> None:
             check.oracle(subject, SDPA, *args, **feature, **kwargs)
             return
         raise failure from None
+
+
+def keyword_charged_elsewhere(subject, args, kwargs, keyword: str, value) -> bool:
+    """Does the implementation's attention with this score keyword alone (softcap= or bias=) already differ from the
+    reference's, on this call's inputs or on a fixed input of four keys (where one key would hide a bias)? Then a
+    claim that combines the keyword with another feature has its error charged to the keyword's own chapter."""
+    rng = np.random.default_rng(20240613)
+    q, k, v = rng.standard_normal((2, 3, 4)), rng.standard_normal((2, 4, 4)), rng.standard_normal((2, 4, 3))
+    fixed = rng.standard_normal((2, 3, 4)) if keyword == "bias" else value
+    for call_args, call_kwargs in ((args, {**kwargs, keyword: value}), ((q, k, v), {keyword: fixed})):
+        try:
+            with carried.off_the_record(subject):
+                check.oracle(subject, "scaled_dot_product_attention", *call_args, **call_kwargs)
+        except SpecFailure:
+            return True
+    return False

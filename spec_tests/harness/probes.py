@@ -18,6 +18,7 @@ larger inputs that separate such look-alikes, deterministically:
     batched     the failing input itself, stacked with a nearby copy along a new batch axis
     every call  two more of its own shapes: its values each moved by a twentieth of their row's spread
                 (an offset, a large score, a sign kept), and fresh ones
+    poisoned    a call with NaN or inf in several arrays: once per array, with only that array's kept
 
 Every array is small (at most a few hundred elements), so a probe costs what a test's call costs. The
 call's other keywords (scale, softcap, window_size, block sizes, ...) are kept as given; a keyword the
@@ -224,6 +225,18 @@ def _batched(rng, call) -> list:
     return [_with(call, args, kwargs, call.native)]
 
 
+def _poison_apart(call) -> list:
+    """A call with NaN or inf in several of its arrays: one probe per such array, keeping its non-finite values and
+    replacing the others' by 0. Which input's poison reaches the output tells apart a hidden key's score that is
+    added to (K's NaN leaks) from a value multiplied by a weight of 0 (V's NaN leaks)."""
+    poisoned = [i for i, a in enumerate(call.args)
+                if isinstance(a, np.ndarray) and a.dtype.kind == "f" and not np.isfinite(a).all()]
+    if len(poisoned) < 2:
+        return []
+    return [_with(call, [np.where(np.isfinite(a), a, 0.0) if i in poisoned and i != keep else a
+                         for i, a in enumerate(call.args)], call.kwargs, call.native) for keep in poisoned]
+
+
 def probes(call, subject) -> list:
     """The further inputs for `call`'s function (see the module's docstring). Deterministic. A call made with
     native arrays (a dtype or in-place check) is probed natively too."""
@@ -231,6 +244,7 @@ def probes(call, subject) -> list:
     shaped = SHAPED.get(call.fname)
     out = [_with(p, p.args, p.kwargs, call.native) for p in shaped(rng, call, subject)] if shaped is not None else []
     out += _batched(rng, call)
+    out += _poison_apart(call)
     for near in (True, False):
         draw = _fresh(rng, near)
         out.append(_with(call, arrays.map_arrays(call.args, draw), arrays.map_arrays(call.kwargs, draw), call.native))
