@@ -211,17 +211,25 @@ def test_multi_head_attention_matches_oracle(impl, case):
     check.oracle(impl, MHA, *case.args, **case.kwargs)
 
 
+def _some_biases_only(impl, case: MHACase, kept: tuple, G: int | None = None) -> None:
+    """Weights with only the biases in `kept` (each is optional on its own), K/V projections G * d_k wide when G is
+    given: one array passed where the case shares one equals a copy for each, and the reference."""
+    kv, grouped = ({}, "") if G is None else ({"num_kv_heads": G}, f"num_kv_heads={G} ")
+    case.weights = {n: w for n, w in mha_weights(case.seed + 10, case.D, True, None if G is None else G * case.d_k)
+                    .items() if not n.startswith("b_") or n in kept}
+    seen, inputs, shared = _on_one_array(impl, case, **kv)  # one array where the case shares one, as a caller passes it
+    separate = check.oracle(impl, MHA, *inputs, case.weights, case.num_heads, **kv, **case.kwargs)  # a copy for each
+    check.close(impl, seen, separate, f"{grouped}with biases {', '.join(kept)} "
+                f"only, one array passed as {shared}, equals the same call with a copy of it for each",
+                size=tolerance.multi_head_size(*inputs, case.weights, case.num_heads))
+
+
 @claim("MHA-5")
 @given(case=mha_cases(masked=None, causal=None), kept=st.sampled_from([("b_q", "b_o"), ("b_k",), ("b_v", "b_o")]))
 def test_biases_given_for_some_projections_only_match_oracle(impl, case, kept):
     """Each bias is optional on its own (CONTRACT.md): a weights dict with some of b_q, b_k, b_v, b_o and not the
     others (a missing one is no bias) equals the reference, also when the key and value projections share one call."""
-    case.weights = {n: w for n, w in mha_weights(case.seed + 10, case.D, True).items()
-                    if not n.startswith("b_") or n in kept}
-    seen, inputs, shared = _on_one_array(impl, case)  # one array where the case shares one, as a caller passes it
-    separate = check.oracle(impl, MHA, *inputs, case.weights, case.num_heads, **case.kwargs)  # a copy for each
-    check.close(impl, seen, separate, f"with biases {', '.join(kept)} only, one array passed as {shared} equals the "
-                "same call with a copy of it for each", size=tolerance.multi_head_size(*inputs, case.weights, case.num_heads))
+    _some_biases_only(impl, case, kept)
 
 
 @claim("MHA-5")
@@ -410,13 +418,7 @@ def test_gqa_with_biases_for_some_projections_only(impl, gqa, kept):
     """num_kv_heads=G with some of the biases and not the others: a missing K or V bias is zeros of the K/V
     projection's width G * d_k, not of D, also when one array is passed as key and value."""
     case, G = gqa
-    case.weights = {n: w for n, w in mha_weights(case.seed + 10, case.D, True, kv_dim=G * case.d_k).items()
-                    if not n.startswith("b_") or n in kept}
-    seen, inputs, shared = _on_one_array(impl, case, num_kv_heads=G)
-    separate = check.oracle(impl, MHA, *inputs, case.weights, case.num_heads, num_kv_heads=G, **case.kwargs)
-    check.close(impl, seen, separate, f"num_kv_heads={G} with biases {', '.join(kept)} only, one array passed as "
-                f"{shared}, equals the same call with a copy of it for each",
-                size=tolerance.multi_head_size(*inputs, case.weights, case.num_heads))
+    _some_biases_only(impl, case, kept, G)
 
 
 @claim("MHA-9")
